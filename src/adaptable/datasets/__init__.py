@@ -1,0 +1,42 @@
+"""The six TableShift tasks AdapTable is evaluated on, and the shared Encoder.
+
+>>> from adaptable import datasets
+>>> ds = datasets.load("hospital_readmission")  # embedded copy, no data directory needed
+"""
+
+from adaptable.datasets._base import (
+    DATA_DIR_ENV,
+    DataFileError,
+    DataFormatError,
+    ShiftDataset,
+    Split,
+    resolve_data_dir,
+)
+from adaptable.datasets.encoder import Encoder, FeatureBlock
+from adaptable.datasets.registry import TASKS, TaskInfo, available, load
+from adaptable.datasets.synthetic import make_shift_dataset
+
+
+def fit_encoder(dataset: ShiftDataset) -> Encoder:
+    """The experiments' encoder: fitted on train + valid, as the authors do."""
+    import pandas as pd
+
+    frame = pd.concat([dataset.train.X, dataset.valid.X], ignore_index=True)
+    return Encoder(dataset.numerical, dataset.categorical).fit(frame)
+
+__all__ = [
+    "DATA_DIR_ENV",
+    "DataFileError",
+    "DataFormatError",
+    "Encoder",
+    "FeatureBlock",
+    "ShiftDataset",
+    "Split",
+    "TASKS",
+    "TaskInfo",
+    "available",
+    "fit_encoder",
+    "make_shift_dataset",
+    "load",
+    "resolve_data_dir",
+]

@@ -1,0 +1,276 @@
+"""Shared pieces of the data layer: the dataset type, data-directory resolution, file lookup,
+TableShift's schema step and its domain split."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+DATA_DIR_ENV = "ADAPTABLE_DATA_DIR"
+
+# TableShift's split constants, identical for every task (datasets.md, section 2).
+SPLIT_RANDOM_STATE = 264738
+ID_VALID_FRACTION = 0.1
+ID_TEST_FRACTION = 0.1
+OOD_VALID_FRACTION = 0.1
+
+
+class DataFileError(FileNotFoundError):
+    """A raw data file a task needs is not in the data directory."""
+
+
+class DataFormatError(ValueError):
+    """A raw data file is present but cannot be what the publisher ships (truncated, wrong columns)."""
+
+
+class Split(NamedTuple):
+    """One split of a task: raw features and integer labels."""
+
+    X: pd.DataFrame
+    y: np.ndarray
+
+
+@dataclass(frozen=True)
+class ShiftDataset:
+    """A TableShift task as AdapTable uses it.
+
+    ``train`` and ``valid`` are in-domain; ``test`` is the out-of-domain test split
+    (TableShift's ``ood_test``). ``numerical`` and ``categorical`` name the feature columns by
+    kind (decided by dtype, as the authors' code does); ``classes`` names the labels 0..C-1.
+    """
+
+    name: str
+    train: Split
+    valid: Split
+    test: Split
+    numerical: list[str]
+    categorical: list[str]
+    classes: list[str]
+    domain_split: str
+    sources: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def features(self) -> list[str]:
+        """All feature columns in table order."""
+        return list(self.train.X.columns)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    def source_prior(self) -> np.ndarray:
+        """Class frequencies of train + valid labels (the authors' p_s)."""
+        y = np.concatenate([self.train.y, self.valid.y])
+        return np.bincount(y, minlength=self.n_classes) / len(y)
+
+    def summary(self) -> dict[str, object]:
+        """Split sizes and class balance, for reports."""
+        out: dict[str, object] = {"dataset": self.name}
+        for split_name in ("train", "valid", "test"):
+            split = getattr(self, split_name)
+            out[f"{split_name}_rows"] = len(split.y)
+            out[f"{split_name}_positive_rate"] = (
+                float(np.mean(split.y == 1)) if self.n_classes == 2 else None
+            )
+        out["numerical"] = len(self.numerical)
+        out["categorical"] = len(self.categorical)
+        return out
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{s}={len(getattr(self, s).y)}" for s in ("train", "valid", "test"))
+        return (
+            f"ShiftDataset({self.name!r}, {sizes}, numerical={len(self.numerical)}, "
+            f"categorical={len(self.categorical)}, classes={self.classes})"
+        )
+
+
+def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path:
+    """The argument, else ``$ADAPTABLE_DATA_DIR``, else a per-user cache directory."""
+    if data_dir is not None:
+        return Path(data_dir).expanduser()
+    env = os.environ.get(DATA_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("adaptable")) / "data"
+
+
+def find_file(
+    data_dir: Path,
+    task: str,
+    candidates: Sequence[str],
+    obtain: str,
+) -> Path:
+    """Return the first of ``candidates`` (paths relative to ``data_dir``) that exists.
+
+    Each candidate is also tried with ``.gz`` appended, because publishers' files are accepted
+    plain or gzip-compressed. Raises :class:`DataFileError` naming the file, the task and where a
+    user obtains it.
+    """
+    for rel in candidates:
+        for name in (rel, rel + ".gz"):
+            path = data_dir / name
+            if path.is_file():
+                return path
+    raise DataFileError(
+        f"Task {task!r} needs the raw file {candidates[0]!r} (plain or .gz) under the data "
+        f"directory {str(data_dir)!r}, and it is not there. Obtain it from {obtain}. "
+        f"Point the loader at the directory with load(..., data_dir=...) or ${DATA_DIR_ENV}."
+    )
+
+
+def narrow_numerics(frame: pd.DataFrame) -> pd.DataFrame:
+    """TableShift casts every float64/int64 column to float32 at load (datasets.md, step 2)."""
+    frame = frame.copy()
+    for col in frame.columns:
+        if frame[col].dtype in (np.float64, np.int64):
+            frame[col] = frame[col].astype(np.float32)
+    return frame
+
+
+def as_category_strings(values: pd.Series) -> pd.Series:
+    """TableShift's categorical cast: Python ``str()`` of every value, NaN becoming ``"nan"``.
+
+    Deliberate difference: we keep an ``object`` column of strings rather than a pandas
+    ``category``, so that splits and corrupted streams share one value space; the levels are
+    the same strings.
+    """
+    return values.map(lambda v: "nan" if _is_missing(v) else str(v)).astype(object)
+
+
+def _is_missing(value: object) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def as_declared_int(values: pd.Series) -> pd.Series:
+    """TableShift's int cast: integer when no NaN is present, else the column stays float."""
+    if values.isna().any():
+        return values.astype(np.float64)
+    return values.astype(np.int64)
+
+
+def require_columns(frame: pd.DataFrame, columns: Iterable[str], task: str, path: Path) -> None:
+    """Fail clearly when a raw file lacks columns the task needs."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        shown = ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else "")
+        raise DataFormatError(
+            f"{path.name} does not look like the publisher's file for task {task!r}: "
+            f"{len(missing)} expected column(s) missing ({shown}). Found columns: "
+            f"{', '.join(map(str, list(frame.columns)[:8]))}{' ...' if frame.shape[1] > 8 else ''}."
+        )
+
+
+def read_csv_checked(path: Path, task: str, **kwargs: object) -> pd.DataFrame:
+    """``pandas.read_csv`` whose failures (truncated gzip, binary junk) become DataFormatError."""
+    import zlib
+
+    try:
+        return pd.read_csv(path, **kwargs)  # type: ignore[arg-type]
+    except (EOFError, zlib.error, OSError, UnicodeDecodeError, pd.errors.ParserError) as err:
+        raise DataFormatError(
+            f"Could not read {str(path)!r} for task {task!r}: {err}. The file looks truncated or "
+            "corrupted; obtain a fresh copy from the publisher."
+        ) from err
+    except pd.errors.EmptyDataError as err:
+        raise DataFormatError(f"{str(path)!r} for task {task!r} is empty.") from err
+
+
+def check_row_count(frame: pd.DataFrame, expected: int, task: str, path: Path) -> None:
+    """The publishers' files have known sizes; anything else is a truncated or other release."""
+    if len(frame) != expected:
+        raise DataFormatError(
+            f"{path.name} for task {task!r} has {len(frame):,} data rows; the publisher's file has "
+            f"{expected:,}. The file looks truncated or is a different release."
+        )
+
+
+def domain_split(
+    ood_mask: np.ndarray, id_mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """TableShift's domain split on positional rows: returns (train, valid, ood_test) positions.
+
+    Exactly the three ``train_test_split`` calls of datasets.md section 2 (no stratification, the
+    same random_state each time, ``ood_test`` being the first, 90 % part of the last call).
+    """
+    from sklearn.model_selection import train_test_split
+
+    ood_mask = np.asarray(ood_mask, dtype=bool)
+    ood_pos = np.flatnonzero(ood_mask)
+    id_pos = np.flatnonzero(np.asarray(id_mask, dtype=bool) if id_mask is not None else ~ood_mask)
+    if len(id_pos) < 10 or len(ood_pos) < 10:
+        raise DataFormatError(
+            f"The domain split left {len(id_pos)} in-domain and {len(ood_pos)} out-of-domain rows; "
+            "the raw file is too small or its split column is wrong."
+        )
+    train, rest = train_test_split(
+        id_pos, test_size=ID_VALID_FRACTION + ID_TEST_FRACTION, random_state=SPLIT_RANDOM_STATE
+    )
+    valid, _id_test = train_test_split(
+        rest,
+        test_size=ID_TEST_FRACTION / (ID_VALID_FRACTION + ID_TEST_FRACTION),
+        random_state=SPLIT_RANDOM_STATE,
+    )
+    ood_test, _ood_valid = train_test_split(
+        ood_pos, test_size=OOD_VALID_FRACTION, random_state=SPLIT_RANDOM_STATE
+    )
+    return np.asarray(train), np.asarray(valid), np.asarray(ood_test)
+
+
+def kinds_by_dtype(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The authors' rule: object / bool / category / string columns are categorical."""
+    categorical = [
+        c
+        for c in frame.columns
+        if frame[c].dtype == object
+        or isinstance(frame[c].dtype, pd.CategoricalDtype)
+        or pd.api.types.is_bool_dtype(frame[c])
+        or pd.api.types.is_string_dtype(frame[c])
+    ]
+    numerical = [c for c in frame.columns if c not in categorical]
+    return numerical, categorical
+
+
+def build_dataset(
+    name: str,
+    features: pd.DataFrame,
+    target: np.ndarray,
+    ood_mask: np.ndarray,
+    classes: list[str],
+    domain_split_description: str,
+    sources: list[str],
+    id_mask: np.ndarray | None = None,
+    notes: list[str] | None = None,
+) -> ShiftDataset:
+    """Split a prepared feature table into the task's train / valid / test."""
+    features = features.reset_index(drop=True)
+    target = np.asarray(target, dtype=np.int64)
+    train, valid, test = domain_split(ood_mask, id_mask)
+    numerical, categorical = kinds_by_dtype(features)
+
+    def take(pos: np.ndarray) -> Split:
+        return Split(features.iloc[pos].reset_index(drop=True), target[pos].copy())
+
+    return ShiftDataset(
+        name=name,
+        train=take(train),
+        valid=take(valid),
+        test=take(test),
+        numerical=numerical,
+        categorical=categorical,
+        classes=classes,
+        domain_split=domain_split_description,
+        sources=sources,
+        notes=list(notes or []),
+    )
