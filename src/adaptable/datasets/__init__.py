@@ -24,6 +24,7 @@ def fit_encoder(dataset: ShiftDataset) -> Encoder:
     frame = pd.concat([dataset.train.X, dataset.valid.X], ignore_index=True)
     return Encoder(dataset.numerical, dataset.categorical).fit(frame)
 
+
 __all__ = [
     "DATA_DIR_ENV",
     "DataFileError",

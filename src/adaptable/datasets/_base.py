@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -142,8 +142,19 @@ def as_category_strings(values: pd.Series) -> pd.Series:
     Deliberate difference: we keep an ``object`` column of strings rather than a pandas
     ``category``, so that splits and corrupted streams share one value space; the levels are
     the same strings.
+
+    Example:
+        >>> as_category_strings(pd.Series([1.0, None, 3.0], dtype="float32")).tolist()
+        ['1.0', 'nan', '3.0']
     """
-    return values.map(lambda v: "nan" if _is_missing(v) else str(v)).astype(object)
+    if values.dtype == object:
+        # Mixed Python objects (e.g. ints next to floats) must keep their own str() forms,
+        # which factorising would merge (1 == 1.0), so map value by value.
+        return values.map(lambda v: "nan" if _is_missing(v) else str(v)).astype(object)
+    # Numeric / string columns: str() each distinct value once (BRFSS has millions of rows).
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    labels = np.array([str(v) for v in uniques] + ["nan"], dtype=object)
+    return pd.Series(labels[codes], index=values.index, name=values.name, dtype=object)
 
 
 def _is_missing(value: object) -> bool:
@@ -274,3 +285,99 @@ def build_dataset(
         sources=sources,
         notes=list(notes or []),
     )
+
+
+# Failures a reader raises on a truncated or corrupted file (gzip EOF, zlib, bad headers).
+_READ_ERRORS = (EOFError, OSError, ValueError, UnicodeDecodeError, KeyError, IndexError)
+
+
+def read_xport_checked(
+    source: Path | BinaryIO,
+    task: str,
+    label: str,
+    columns: Iterable[str] | None = None,
+    chunksize: int = 50_000,
+) -> pd.DataFrame:
+    """Read a SAS transport (``.XPT``) file, plain or gzip-compressed, as the publisher ships it.
+
+    Args:
+        source: a path (``.gz`` is decompressed on the fly) or an open binary stream (e.g. a
+            zip member).
+        task: the task name, for error messages.
+        label: the file name shown in error messages.
+        columns: keep only these columns (those present); reading in chunks then keeps memory
+            near the size of the kept columns, which matters for the ~1 GB BRFSS files.
+        chunksize: rows per chunk.
+
+    Returns:
+        The table; character variables decoded as Latin-1 strings, numbers as float64.
+
+    Raises:
+        DataFormatError: the file is truncated, not an XPORT file, or otherwise unreadable.
+    """
+    import gzip
+    import zlib
+
+    wanted = None if columns is None else list(columns)
+    opened: BinaryIO | None = None
+    try:
+        if isinstance(source, Path):
+            opened = (
+                gzip.open(source) if source.name.lower().endswith(".gz") else open(source, "rb")
+            )
+            stream: BinaryIO = opened  # type: ignore[assignment]
+        else:
+            stream = source
+        reader = pd.read_sas(stream, format="xport", encoding="latin-1", chunksize=chunksize)
+        parts = []
+        with reader:
+            for chunk in reader:
+                if wanted is not None:
+                    chunk = chunk[[c for c in wanted if c in chunk.columns]]
+                parts.append(chunk)
+    except (*_READ_ERRORS, zlib.error) as err:
+        raise DataFormatError(
+            f"Could not read {label!r} for task {task!r} as a SAS transport (XPT) file: "
+            f"{type(err).__name__}: {err}. The file looks truncated or corrupted; obtain a fresh "
+            "copy from the publisher."
+        ) from err
+    finally:
+        if opened is not None:
+            opened.close()
+    if not parts:
+        raise DataFormatError(f"{label!r} for task {task!r} holds no data rows.")
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+@dataclass
+class PreparedTable:
+    """A task's whole table after its row filters and schema step, before the domain split.
+
+    The loaders build this first, so that tests and diagnostics can see every row (the split
+    keeps only train / valid / ood_test). ``ood_mask`` / ``id_mask`` mark the out-of-domain and
+    in-domain rows (``id_mask=None``: every row not out-of-domain).
+    """
+
+    name: str
+    features: pd.DataFrame
+    target: np.ndarray
+    ood_mask: np.ndarray
+    classes: list[str]
+    domain_split: str
+    sources: list[str]
+    id_mask: np.ndarray | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dataset(self) -> ShiftDataset:
+        """Apply TableShift's domain split (datasets.md section 2)."""
+        return build_dataset(
+            self.name,
+            self.features,
+            self.target,
+            ood_mask=self.ood_mask,
+            classes=self.classes,
+            domain_split_description=self.domain_split,
+            sources=self.sources,
+            id_mask=self.id_mask,
+            notes=self.notes,
+        )

@@ -111,13 +111,17 @@ class Encoder:
     def transform(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
         """Encode ``X`` as a float32 matrix of width ``n_features_out_``."""
         self._check_fitted()
-        frame = _as_frame(X, positional_width=self.n_features_in_ if self.columns_is_positional_ else None)
+        frame = _as_frame(
+            X, positional_width=self.n_features_in_ if self.columns_is_positional_ else None
+        )
         _require(frame, self.feature_names_in_, "transform")
         out = np.zeros((len(frame), self.n_features_out_), dtype=np.float32)
         if self.numerical_:
             num = _numeric_block(frame, self.numerical_)
             out[:, : len(self.numerical_)] = (num - self.mean_) / self.scale_
-        for block, lookup, name in zip(self.categorical_blocks, self._lookup, self.categorical_, strict=True):
+        for block, lookup, name in zip(
+            self.categorical_blocks, self._lookup, self.categorical_, strict=True
+        ):
             codes = _category_strings(frame[name]).map(lookup)
             known = codes.notna().to_numpy()
             rows = np.flatnonzero(known)
@@ -130,7 +134,9 @@ class Encoder:
     def category_codes(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
         """Per-categorical-feature integer codes (``-1`` for categories unseen at fit time)."""
         self._check_fitted()
-        frame = _as_frame(X, positional_width=self.n_features_in_ if self.columns_is_positional_ else None)
+        frame = _as_frame(
+            X, positional_width=self.n_features_in_ if self.columns_is_positional_ else None
+        )
         _require(frame, self.categorical_, "category_codes")
         codes = np.full((len(frame), len(self.categorical_)), -1, dtype=np.int64)
         for j, (name, lookup) in enumerate(zip(self.categorical_, self._lookup, strict=True)):
@@ -219,7 +225,9 @@ def _as_frame(X: pd.DataFrame | np.ndarray, positional_width: int | None = None)
         return X
     array = np.asarray(X)
     if array.ndim != 2:
-        raise ValueError(f"Expected a 2-D table (rows x features); got an array of shape {array.shape}.")
+        raise ValueError(
+            f"Expected a 2-D table (rows x features); got an array of shape {array.shape}."
+        )
     if positional_width is not None and array.shape[1] != positional_width:
         raise ValueError(
             f"Expected {positional_width} columns, as at fit time; got {array.shape[1]}."

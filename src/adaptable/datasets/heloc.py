@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from adaptable.datasets._base import (
+    DataFormatError,
     ShiftDataset,
     as_category_strings,
     as_declared_int,
@@ -39,6 +40,14 @@ CATEGORICAL = ["MaxDelq2PublicRecLast12M", "MaxDelqEver"]
 
 
 def load_heloc(data_dir: Path) -> ShiftDataset:
+    """HELOC as AdapTable uses it: in-domain ExternalRiskEstimate <= 63, test > 63.
+
+    Args:
+        data_dir: the data directory holding ``heloc/heloc_dataset_v1.csv`` (plain or .gz).
+
+    Raises:
+        DataFileError: the file is absent. DataFormatError: wrong columns, row count or labels.
+    """
     path = find_file(data_dir, TASK, FILES, OBTAIN)
     raw = read_csv_checked(path, TASK)
     require_columns(raw, [TARGET, "ExternalRiskEstimate", *NUMERICAL, *CATEGORICAL], TASK, path)
@@ -46,7 +55,9 @@ def load_heloc(data_dir: Path) -> ShiftDataset:
     labels = raw[TARGET].astype(str).str.strip()
     unknown = sorted(set(labels) - {"Good", "Bad"})
     if unknown:
-        raise ValueError(f"{path.name}: {TARGET} must be 'Good' or 'Bad'; found {unknown[:5]}.")
+        raise DataFormatError(
+            f"{path.name} (task {TASK!r}): {TARGET} must be 'Good' or 'Bad'; found {unknown[:5]}."
+        )
     target = (labels == "Good").to_numpy().astype(np.int64)
     # The split variable: TableShift's ExternalRiskEstimateLow; training is the LOW-score side
     # (the paper's prose says the opposite; the code, counts and class balance agree on this).
@@ -54,7 +65,9 @@ def load_heloc(data_dir: Path) -> ShiftDataset:
 
     table = narrow_numerics(raw[[c for c in raw.columns if c in NUMERICAL or c in CATEGORICAL]])
     for col in table.columns:
-        table[col] = as_category_strings(table[col]) if col in CATEGORICAL else as_declared_int(table[col])
+        table[col] = (
+            as_category_strings(table[col]) if col in CATEGORICAL else as_declared_int(table[col])
+        )
     return build_dataset(
         TASK,
         table,

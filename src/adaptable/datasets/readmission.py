@@ -92,6 +92,13 @@ def _read(source: object) -> pd.DataFrame:
 
 
 def load_readmission(data_dir: Path | None) -> ShiftDataset:
+    """Hospital Readmission as AdapTable uses it: in-domain admission sources other than the
+    Emergency Room, out-of-domain test Emergency Room.
+
+    Args:
+        data_dir: the data directory (its ``diabetic_data.csv[.gz]`` or ``dataset_diabetes.zip``
+            is preferred); ``None`` or no file there falls back to the embedded copy.
+    """
     source, origin = locate(data_dir)
     raw = _read(source)
     name = Path(str(source))

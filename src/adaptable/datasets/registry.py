@@ -7,7 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from adaptable.datasets._base import DataFileError, ShiftDataset, resolve_data_dir
+from adaptable.datasets._base import (
+    DataFileError,
+    DataFormatError,
+    ShiftDataset,
+    resolve_data_dir,
+)
 
 
 @dataclass(frozen=True)
@@ -39,26 +44,68 @@ def _readmission() -> TaskInfo:
     )  # fmt: skip
 
 
+def _voting() -> TaskInfo:
+    from adaptable.datasets import voting
+
+    return TaskInfo("voting", "Voting (ANES)", voting.load_voting, voting.locate, voting.OBTAIN)
+
+
+def _icu_mortality() -> TaskInfo:
+    from adaptable.datasets import icu_mortality as icu
+
+    return TaskInfo(
+        "icu_mortality", "ICU Mortality (MIMIC-III / MIMIC-Extract)", icu.load_icu_mortality,
+        icu.locate, icu.OBTAIN,
+    )  # fmt: skip
+
+
+def _childhood_lead() -> TaskInfo:
+    from adaptable.datasets import childhood_lead as lead
+
+    return TaskInfo(
+        "childhood_lead", "Childhood Lead (NHANES)", lead.load_childhood_lead, lead.locate,
+        lead.OBTAIN,
+    )  # fmt: skip
+
+
+def _diabetes() -> TaskInfo:
+    from adaptable.datasets import diabetes
+
+    return TaskInfo(
+        "diabetes", "Diabetes (BRFSS)", diabetes.load_diabetes, diabetes.locate, diabetes.OBTAIN
+    )
+
+
 # Factories so that importing the registry does not import every loader.
 _FACTORIES: dict[str, Callable[[], TaskInfo]] = {
     "heloc": _heloc,
+    "voting": _voting,
     "hospital_readmission": _readmission,
+    "icu_mortality": _icu_mortality,
+    "childhood_lead": _childhood_lead,
+    "diabetes": _diabetes,
 }
-ALIASES = {"diabetes_readmission": "hospital_readmission", "readmission": "hospital_readmission"}
+# TableShift's task identifiers, and short names, accepted too.
+ALIASES = {
+    "diabetes_readmission": "hospital_readmission",
+    "readmission": "hospital_readmission",
+    "anes": "voting",
+    "mimic_extract_mort_hosp": "icu_mortality",
+    "nhanes_lead": "childhood_lead",
+    "brfss_diabetes": "diabetes",
+}
 TASKS = ("heloc", "voting", "hospital_readmission", "icu_mortality", "childhood_lead", "diabetes")
 
 
 def register(name: str, factory: Callable[[], TaskInfo]) -> None:
-    """Add a task (used by the loader modules of the remaining tasks)."""
+    """Add (or replace) a task: ``factory`` builds its :class:`TaskInfo` on first use."""
     _FACTORIES[name] = factory
 
 
 def _info(name: str) -> TaskInfo:
     key = ALIASES.get(name, name)
     if key not in _FACTORIES:
-        raise KeyError(
-            f"Unknown task {name!r}. Known tasks: {', '.join(sorted(_FACTORIES))}."
-        )
+        raise KeyError(f"Unknown task {name!r}. Known tasks: {', '.join(sorted(_FACTORIES))}.")
     return _FACTORIES[key]()
 
 
@@ -81,7 +128,19 @@ def load(name: str, data_dir: str | os.PathLike[str] | None = None, seed: int = 
 
 
 def available(data_dir: str | os.PathLike[str] | None = None) -> dict[str, dict[str, object]]:
-    """Each task with whether its raw files are present (and where to get them if not)."""
+    """Each task with whether its raw files are present (and where to get them if not).
+
+    Only looks for the files (no parsing), so it is cheap.
+
+    Returns:
+        ``{task: {"present": bool, "title": str, "file": str}}`` when present (``file`` lists
+        every file found, ``"; "``-separated), else ``{"present": False, "title": ...,
+        "reason": <the error naming the file and where to obtain it>}``.
+
+    Example:
+        >>> available()["hospital_readmission"]["present"]  # the embedded copy
+        True
+    """
     root = resolve_data_dir(data_dir)
     out: dict[str, dict[str, object]] = {}
     for name in TASKS:
@@ -92,7 +151,11 @@ def available(data_dir: str | os.PathLike[str] | None = None) -> dict[str, dict[
             continue
         try:
             found = info.locate(root)
-            out[name] = {"present": True, "file": str(found), "title": info.title}
-        except DataFileError as err:
+        except (DataFileError, DataFormatError) as err:
             out[name] = {"present": False, "reason": str(err), "title": info.title}
+            continue
+        if isinstance(found, tuple):  # (file, origin)
+            found = found[0]
+        shown = "; ".join(map(str, found)) if isinstance(found, list) else str(found)
+        out[name] = {"present": True, "file": shown, "title": info.title}
     return out
