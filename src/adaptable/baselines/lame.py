@@ -1,0 +1,171 @@
+"""LAME: Laplacian-adjusted maximum-likelihood estimation (Boudiaf et al. 2022), output-only.
+
+Per test batch, with p_i the source model's probabilities and z_i its L2-normalised penultimate
+features, LAME finds assignments Y minimising
+    sum_i KL(y_i || p_i) - lambda * sum_ij w_ij y_i . y_j
+by the bound-optimisation fixed point y_i <- softmax(log p_i + lambda * sum_j w_ij y_j),
+started from p_i and stopped after 100 iterations or when the energy changes by < 1e-8
+(relative). Affinity: RBF kernel w_ij = exp(-||z_i - z_j||^2 / (2 sigma^2)), with sigma the mean
+over rows of the distance to the 5th nearest neighbour (the row itself counted, as in LAME's
+code); lambda = 1. The model's parameters never change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from adaptable.baselines._common import (
+    check_batch,
+    check_fitted,
+    logit_function,
+    softmax,
+)
+from adaptable.method.base import TestTimeMethod
+
+
+class LAME(TestTimeMethod):
+    """Output-only adaptation by Laplacian-regularised maximum likelihood on a batch.
+
+    Works for any source model that exposes penultimate features: a ``TorchSourceModel``
+    (``.module.features`` on ``.prepare(X)``) or any object with a ``features(X)`` method.
+
+    Args:
+        knn: neighbour rank that sets the RBF bandwidth (LAME: 5).
+        bound_lambda: weight of the Laplacian term (LAME: 1).
+        max_steps: maximum fixed-point iterations (LAME: 100).
+        tol: relative energy change that stops the iterations (LAME: 1e-8).
+    """
+
+    name = "lame"
+
+    def __init__(
+        self,
+        *,
+        knn: int = 5,
+        bound_lambda: float = 1.0,
+        max_steps: int = 100,
+        tol: float = 1e-8,
+    ) -> None:
+        if not (isinstance(knn, int) and knn >= 1):
+            raise ValueError(f"knn must be a positive integer; got {knn!r}")
+        if bound_lambda < 0:
+            raise ValueError(f"bound_lambda must be >= 0; got {bound_lambda!r}")
+        if not (isinstance(max_steps, int) and max_steps >= 1):
+            raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}")
+        self.knn = knn
+        self.bound_lambda = float(bound_lambda)
+        self.max_steps = max_steps
+        self.tol = float(tol)
+        self._fitted = False
+
+    def fit(
+        self,
+        model: Any,
+        X_source: Any = None,
+        y_source: np.ndarray | None = None,
+        X_valid: Any = None,
+        y_valid: np.ndarray | None = None,
+    ) -> LAME:
+        """Keep the model's logit and feature functions; LAME needs no source data."""
+        self._features = _feature_function(model)
+        self._logits = logit_function(model)
+        self._fitted = True
+        return self
+
+    def predict_proba(self, X_batch: Any) -> np.ndarray:
+        """LAME assignments of the batch's rows, float64 (n, C), rows summing to one."""
+        check_fitted(self._fitted, self.name)
+        check_batch(X_batch, self.name)
+        probs = softmax(self._logits(X_batch))
+        features = np.asarray(self._features(X_batch), dtype=np.float64)
+        if features.ndim != 2 or features.shape[0] != probs.shape[0]:
+            raise ValueError(
+                f"lame: features must be (n_rows, d) with n_rows = {probs.shape[0]}; got "
+                f"{features.shape}"
+            )
+        norms = np.linalg.norm(features, axis=1, keepdims=True)
+        features = features / np.maximum(norms, 1e-12)
+        kernel = rbf_affinity(features, self.knn)
+        return laplacian_optimisation(
+            -np.log(probs + 1e-10), kernel, self.bound_lambda, self.max_steps, self.tol
+        )
+
+    def reset(self) -> None:
+        """Nothing to reset: LAME keeps no state between batches."""
+
+
+def rbf_affinity(features: np.ndarray, knn: int) -> np.ndarray:
+    """Dense RBF kernel (n, n) with bandwidth = mean distance to the ``knn``-th nearest row.
+
+    The row itself (distance 0) counts as the first neighbour, as in LAME's code.
+    """
+    sq = np.sum(features**2, axis=1)
+    dist = np.sqrt(np.maximum(sq[:, None] + sq[None, :] - 2.0 * features @ features.T, 0.0))
+    k = min(knn, features.shape[0])
+    kth = np.sort(dist, axis=1)[:, k - 1]
+    sigma = kth.mean()
+    if sigma <= 0:  # all rows identical: every pair is maximally similar
+        return np.ones_like(dist)
+    return np.exp(-(dist**2) / (2.0 * sigma**2))
+
+
+def laplacian_optimisation(
+    unary: np.ndarray,
+    kernel: np.ndarray,
+    bound_lambda: float = 1.0,
+    max_steps: int = 100,
+    tol: float = 1e-8,
+) -> np.ndarray:
+    """LAME's fixed point: Y <- softmax(-unary + lambda * kernel @ Y), from softmax(-unary).
+
+    Args:
+        unary: -log p, (n, C).
+        kernel: affinity, (n, n).
+    Returns:
+        Y, (n, C), rows summing to one.
+    """
+    y = softmax(-unary)
+    old_energy = np.inf
+    for step in range(max_steps):
+        pairwise = bound_lambda * kernel @ y
+        y = softmax(-unary + pairwise)
+        energy = float(np.sum(unary * y - pairwise * y + y * np.log(np.clip(y, 1e-20, None))))
+        # LAME's stopping rule: relative energy change, checked from the third iteration on.
+        if step > 1 and abs(energy - old_energy) <= tol * abs(old_energy):
+            break
+        old_energy = energy
+    return y
+
+
+def _feature_function(model: Any) -> Callable[[Any], np.ndarray]:
+    """``X -> penultimate features (n, d)`` or a TypeError naming what LAME needs."""
+    module = getattr(model, "module", None)
+    prepare = getattr(model, "prepare", None)
+    if isinstance(module, torch.nn.Module) and callable(prepare) and hasattr(module, "features"):
+
+        def torch_features(X: Any) -> np.ndarray:
+            with torch.no_grad():
+                x = torch.as_tensor(prepare(X), dtype=torch.float32)
+                return module.features(x).double().cpu().numpy()
+
+        return torch_features
+    if isinstance(model, torch.nn.Module) and hasattr(model, "features"):
+
+        def module_features(X: Any) -> np.ndarray:
+            with torch.no_grad():
+                x = torch.as_tensor(np.asarray(X, dtype=np.float32))
+                return model.features(x).double().cpu().numpy()
+
+        return module_features
+    features = getattr(model, "features", None)
+    if callable(features):
+        return lambda X: np.asarray(features(X), dtype=np.float64)
+    raise TypeError(
+        "'lame' needs penultimate features: a TorchSourceModel from adaptable.models or an "
+        f"object with a `features(X)` method; got {type(model).__name__}. Use 'em' or 'bbse' "
+        "for models without features (e.g. GBDTs)."
+    )

@@ -1,0 +1,68 @@
+"""The one registry of test-time methods: AdapTable, the TTA baselines and no adaptation.
+
+The experiment runner builds every method through it, so they are all treated alike:
+
+    >>> from adaptable import methods
+    >>> methods.names()
+    ['source', 'adaptable', 'pl', 'tent', 'ttt++', 'eata', 'sar', 'lame', 'em', 'bbse']
+    >>> method = methods.create("tent", lr=1e-4)  # doctest: +SKIP
+    >>> method.fit(source_model, X_train, y_train, X_valid, y_valid)  # doctest: +SKIP
+
+Options are passed to the method's constructor unchanged (see each class for its defaults,
+which are the paper's settings).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from adaptable.method.base import TestTimeMethod
+
+# name -> (module, class); imported on demand so that asking for one method loads only it.
+_REGISTRY: dict[str, tuple[str, str]] = {
+    "source": ("adaptable.baselines.source", "SourceOnly"),
+    "adaptable": ("adaptable.method", "AdapTable"),
+    "pl": ("adaptable.baselines.pl", "PseudoLabel"),
+    "tent": ("adaptable.baselines.tent", "Tent"),
+    "ttt++": ("adaptable.baselines.tttpp", "TTTPlusPlus"),
+    "eata": ("adaptable.baselines.eata", "EATA"),
+    "sar": ("adaptable.baselines.sar", "SAR"),
+    "lame": ("adaptable.baselines.lame", "LAME"),
+    "em": ("adaptable.baselines.em", "EMPriorAdjustment"),
+    "bbse": ("adaptable.baselines.bbse", "BBSE"),
+}
+
+#: methods that update model parameters and therefore need a torch source model
+PARAMETER_UPDATING = ("pl", "tent", "ttt++", "eata", "sar")
+
+
+def names() -> list[str]:
+    """Registered method names, in the paper's table order then the label-shift classics."""
+    return list(_REGISTRY)
+
+
+def method_class(name: str) -> type[TestTimeMethod]:
+    """The class registered under ``name`` (raises ``ValueError`` for an unknown name)."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown method {name!r}; expected one of {names()}")
+    module, attribute = _REGISTRY[name]
+    return getattr(importlib.import_module(module), attribute)
+
+
+def create(name: str, **options: Any) -> TestTimeMethod:
+    """A new, unfitted method.
+
+    Args:
+        name: one of :func:`names`.
+        **options: constructor keywords of that method (e.g. ``lr``, ``steps``, ``alpha``).
+
+    Raises:
+        ValueError: unknown name.
+        TypeError: an option the method does not take.
+    """
+    cls = method_class(name)
+    try:
+        return cls(**options)
+    except TypeError as err:
+        raise TypeError(f"method {name!r} ({cls.__name__}): bad options {options}: {err}") from err
