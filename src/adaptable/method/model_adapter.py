@@ -1,0 +1,173 @@
+"""Turn any source classifier into a function ``X -> logits`` (docs/ARCHITECTURE.md, "method").
+
+AdapTable only needs logits, so it works with any model. Detection order:
+
+1. a ``torch.nn.Module``: called on a float32 tensor made from X (array or all-numeric frame),
+   in eval mode and without gradients;
+2. an object with ``predict_logits(X)`` (the package's own source models);
+3. an object with ``predict_proba(X)``: raw margins where the library exposes them (XGBoost,
+   LightGBM, CatBoost), otherwise log-probabilities (softmax of log p gives p back);
+4. a plain callable: say what it returns with ``output="logits"`` or ``output="proba"``.
+
+The model always receives X exactly as the caller passed it.
+
+Example:
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]]); y = np.array([0, 0, 1, 1])
+    >>> logits = as_logit_function(LogisticRegression().fit(X, y))(X)
+    >>> logits.shape
+    (4, 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+LogitFunction = Callable[[Any], np.ndarray]
+
+_OUTPUTS = ("auto", "logits", "proba")
+
+
+def as_logit_function(model: Any, output: str = "auto") -> LogitFunction:
+    """Wrap ``model`` as ``X -> logits``, a float64 array of shape (n, C).
+
+    Args:
+        model: a torch module, an object with ``predict_logits`` or ``predict_proba``, or a
+            callable.
+        output: ``"auto"`` (detect), ``"logits"`` or ``"proba"``; required for plain callables.
+            For objects, ``"proba"`` forces log-probabilities from ``predict_proba``.
+
+    Raises:
+        TypeError: the model is none of the supported kinds.
+        ValueError: ``output`` is unknown, or a plain callable came with ``output="auto"``.
+    """
+    if output not in _OUTPUTS:
+        raise ValueError(f"output must be one of {_OUTPUTS}; got {output!r}.")
+    if isinstance(model, torch.nn.Module):
+        if output == "proba":
+            return _checked(lambda X: _log(_torch_call(model, X)), "torch module")
+        return _checked(lambda X: _torch_call(model, X), "torch module")
+    if output != "proba" and callable(getattr(model, "predict_logits", None)):
+        return _checked(lambda X: _to_numpy(model.predict_logits(X)), "predict_logits")
+    if callable(getattr(model, "predict_proba", None)):
+        _check_classes(model)
+        margin = None if output == "proba" else _margin_function(model)
+        if margin is not None:
+            return _checked(margin, f"{type(model).__name__} raw margin")
+        return _checked(lambda X: _log(_to_numpy(model.predict_proba(X))), "predict_proba")
+    if callable(model):
+        if output == "auto":
+            raise ValueError(
+                "A plain callable needs output='logits' or output='proba' to say what it returns."
+            )
+        if output == "proba":
+            return _checked(lambda X: _log(_to_numpy(model(X))), "callable")
+        return _checked(lambda X: _to_numpy(model(X)), "callable")
+    raise TypeError(
+        "model must be a torch.nn.Module, an object with predict_logits or predict_proba, or a "
+        f"callable; got {type(model).__name__}."
+    )
+
+
+def _torch_call(module: torch.nn.Module, X: Any) -> np.ndarray:
+    """Eval mode for the forward pass (the source model is frozen), then the caller's mode back."""
+    tensor = _as_float_tensor(X)
+    was_training = module.training
+    try:
+        device = next(module.parameters()).device
+    except StopIteration:
+        device = torch.device("cpu")
+    module.eval()
+    try:
+        with torch.inference_mode():
+            out = module(tensor.to(device))
+    finally:
+        module.train(was_training)
+    if isinstance(out, tuple | list):
+        out = out[0]
+    return out.detach().to("cpu", torch.float64).numpy()
+
+
+def _as_float_tensor(X: Any) -> torch.Tensor:
+    if isinstance(X, torch.Tensor):
+        return X.to(torch.float32)
+    try:
+        array = (
+            X.to_numpy(dtype=np.float32) if hasattr(X, "to_numpy") else np.asarray(X, np.float32)
+        )
+    except (TypeError, ValueError) as err:
+        raise TypeError(
+            "A torch module is called on a float32 tensor made from X, but X could not be "
+            f"converted ({err}). Encode categorical columns first, or pass an object with "
+            "predict_logits / predict_proba that does its own preprocessing."
+        ) from err
+    return torch.from_numpy(np.ascontiguousarray(array))
+
+
+def _margin_function(model: Any) -> LogitFunction | None:
+    """The library's raw score where one exists (boosters), else None."""
+    module = type(model).__module__.split(".")[0]
+    if module == "xgboost" and hasattr(model, "get_booster"):
+        return lambda X: _binary_margin(_to_numpy(model.predict(X, output_margin=True)))
+    if module == "lightgbm":
+        return lambda X: _binary_margin(_to_numpy(model.predict(X, raw_score=True)))
+    if module == "catboost":
+        return lambda X: _binary_margin(
+            _to_numpy(model.predict(X, prediction_type="RawFormulaVal"))
+        )
+    return None
+
+
+def _binary_margin(margin: np.ndarray) -> np.ndarray:
+    """Boosters give one margin per row for binary tasks: logits (0, m) have the same softmax."""
+    if margin.ndim == 1:
+        return np.stack([np.zeros_like(margin), margin], axis=1)
+    return margin
+
+
+def _check_classes(model: Any) -> None:
+    classes = getattr(model, "classes_", None)
+    if classes is None:
+        return
+    classes = np.asarray(classes)
+    if not np.issubdtype(classes.dtype, np.number) or not np.array_equal(
+        classes, np.arange(len(classes))
+    ):
+        raise ValueError(
+            "The model's classes_ must be 0..C-1 so that probability column j is class j; "
+            f"got {classes.tolist()[:10]}."
+        )
+
+
+def _to_numpy(values: Any) -> np.ndarray:
+    if isinstance(values, torch.Tensor):
+        return values.detach().to("cpu", torch.float64).numpy()
+    return np.asarray(values, dtype=np.float64)
+
+
+def _log(proba: np.ndarray) -> np.ndarray:
+    # Clip so that a zero probability gives a large negative logit instead of -inf.
+    return np.log(np.clip(proba, 1e-12, None))
+
+
+def _checked(function: LogitFunction, source: str) -> LogitFunction:
+    def logits(X: Any) -> np.ndarray:
+        out = function(X)
+        if out.ndim != 2 or out.shape[1] < 2:
+            raise ValueError(
+                f"The model ({source}) must give an (n, C) array with C >= 2; got shape "
+                f"{out.shape}."
+            )
+        if not np.all(np.isfinite(out)):
+            raise ValueError(
+                f"The model ({source}) returned non-finite logits (NaN or inf); check the batch "
+                "for missing or infinite values the model cannot handle."
+            )
+        return out
+
+    return logits

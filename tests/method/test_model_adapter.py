@@ -1,0 +1,96 @@
+"""as_logit_function: every supported model kind gives (n, C) logits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.linear_model import LogisticRegression
+
+from adaptable.method import as_logit_function
+from adaptable.method.label_handler import softmax
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3)).astype(np.float32)
+    y = (X[:, 0] + 0.3 * rng.normal(size=80) > 0).astype(np.int64)
+    return X, y
+
+
+def test_torch_module_on_array_and_dataframe(data) -> None:
+    X, _ = data
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Dropout(0.5), torch.nn.Linear(4, 2))
+    net.train()
+    f = as_logit_function(net)
+    a, b = f(X), f(pd.DataFrame(X))
+    assert a.shape == (80, 2)
+    np.testing.assert_array_equal(a, b)  # eval mode: dropout off, so repeatable
+    np.testing.assert_allclose(a, net.eval()(torch.as_tensor(X)).detach().numpy(), rtol=1e-6)
+
+
+def test_torch_module_rejects_non_numeric_frame() -> None:
+    net = torch.nn.Linear(1, 2)
+    with pytest.raises(TypeError, match="float32"):
+        as_logit_function(net)(pd.DataFrame({"c": ["a", "b"]}))
+
+
+def test_predict_logits_takes_precedence() -> None:
+    class Model:
+        def predict_logits(self, X):
+            return np.ones((len(X), 3))
+
+        def predict_proba(self, X):
+            raise AssertionError("predict_proba must not be called")
+
+    np.testing.assert_array_equal(as_logit_function(Model())(np.zeros((2, 1))), np.ones((2, 3)))
+
+
+def test_sklearn_gives_log_probabilities(data) -> None:
+    X, y = data
+    model = LogisticRegression().fit(X, y)
+    logits = as_logit_function(model)(X)
+    np.testing.assert_allclose(softmax(logits), model.predict_proba(X), rtol=1e-6)
+
+
+def test_xgboost_gives_raw_margins(data) -> None:
+    xgboost = pytest.importorskip("xgboost")
+    X, y = data
+    model = xgboost.XGBClassifier(n_estimators=5, max_depth=2, n_jobs=1).fit(X, y)
+    logits = as_logit_function(model)(X)
+    margin = model.predict(X, output_margin=True)
+    np.testing.assert_allclose(logits[:, 1] - logits[:, 0], margin, rtol=1e-6)
+    np.testing.assert_allclose(softmax(logits), model.predict_proba(X), rtol=1e-5)
+    proba_logits = as_logit_function(model, output="proba")(X)
+    np.testing.assert_allclose(np.exp(proba_logits), model.predict_proba(X), rtol=1e-6)
+
+
+def test_callable_needs_output_argument() -> None:
+    def f(X):
+        return np.full((len(X), 2), 0.5)
+
+    with pytest.raises(ValueError, match="output='logits'"):
+        as_logit_function(f)
+    np.testing.assert_allclose(as_logit_function(f, output="proba")(np.zeros((2, 1))), np.log(0.5))
+    np.testing.assert_allclose(as_logit_function(f, output="logits")(np.zeros((2, 1))), 0.5)
+
+
+def test_bad_models_and_outputs() -> None:
+    with pytest.raises(TypeError, match="predict_proba"):
+        as_logit_function(object())
+    with pytest.raises(ValueError, match="output"):
+        as_logit_function(lambda X: X, output="scores")
+    with pytest.raises(ValueError, match="C >= 2"):
+        as_logit_function(lambda X: np.zeros(len(X)), output="logits")(np.zeros((3, 1)))
+    with pytest.raises(ValueError, match="non-finite"):
+        as_logit_function(lambda X: np.full((1, 2), np.nan), output="logits")(np.zeros((1, 1)))
+
+
+def test_string_classes_rejected(data) -> None:
+    X, y = data
+    model = LogisticRegression().fit(X, np.where(y == 1, "yes", "no"))
+    with pytest.raises(ValueError, match="classes_"):
+        as_logit_function(model)
