@@ -119,13 +119,10 @@ class Encoder:
         if self.numerical_:
             num = _numeric_block(frame, self.numerical_)
             out[:, : len(self.numerical_)] = (num - self.mean_) / self.scale_
-        for block, lookup, name in zip(
-            self.categorical_blocks, self._lookup, self.categorical_, strict=True
-        ):
-            codes = _category_strings(frame[name]).map(lookup)
-            known = codes.notna().to_numpy()
-            rows = np.flatnonzero(known)
-            out[rows, block.start + codes.to_numpy()[known].astype(np.int64)] = 1.0
+        codes = self._codes(frame)
+        for j, block in enumerate(self.categorical_blocks):
+            known = np.flatnonzero(codes[:, j] >= 0)
+            out[known, block.start + codes[known, j]] = 1.0
         return out
 
     def fit_transform(self, X: pd.DataFrame | np.ndarray, y: object = None) -> np.ndarray:
@@ -138,11 +135,23 @@ class Encoder:
             X, positional_width=self.n_features_in_ if self.columns_is_positional_ else None
         )
         _require(frame, self.categorical_, "category_codes")
-        codes = np.full((len(frame), len(self.categorical_)), -1, dtype=np.int64)
-        for j, (name, lookup) in enumerate(zip(self.categorical_, self._lookup, strict=True)):
-            mapped = _category_strings(frame[name]).map(lookup)
-            known = mapped.notna().to_numpy()
-            codes[known, j] = mapped.to_numpy()[known].astype(np.int64)
+        return self._codes(frame)
+
+    def _codes(self, frame: pd.DataFrame) -> np.ndarray:
+        # One object-array extraction and plain dict lookups: per-column pandas ``map`` calls
+        # cost ~0.5 ms each, which dominated adaptation time on 64-row batches.
+        n = len(frame)
+        codes = np.full((n, len(self.categorical_)), -1, dtype=np.int64)
+        if not self.categorical_ or n == 0:
+            return codes
+        values = frame[self.categorical_].to_numpy(dtype=object)
+        for j, lookup in enumerate(self._lookup):
+            column = values[:, j]
+            codes[:, j] = np.fromiter(
+                (lookup.get(v if type(v) is str else _category_string(v), -1) for v in column),
+                dtype=np.int64,
+                count=n,
+            )
         return codes
 
     # ------------------------------------------------------------------ schema views
@@ -263,6 +272,10 @@ def _category_strings(values: pd.Series) -> pd.Series:
     if values.dtype == object and values.map(type).eq(str).all():
         return values
     return values.map(lambda v: "nan" if _missing(v) else str(v))
+
+
+def _category_string(v: object) -> str:
+    return "nan" if _missing(v) else str(v)
 
 
 def _missing(v: object) -> bool:
