@@ -1,0 +1,94 @@
+"""A deep backbone packaged with its Encoder: raw DataFrame in, logits out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from adaptable.datasets import Encoder
+from adaptable.models.training import TrainingHistory, predict_logits
+
+
+class TorchSourceModel:
+    """A trained torch source model and the Encoder it was trained with.
+
+    Parameter-updating TTA methods use ``.module`` and ``.prepare``; output-only methods
+    (AdapTable, LAME) use ``predict_logits`` / ``features``.
+
+    Args:
+        module: the backbone; put (and kept) in eval mode.
+        encoder: the fitted Encoder the module was trained on.
+        n_classes: number of classes.
+        name: registry name of the backbone (``"mlp"``, ...).
+        history: training curves, when known.
+
+    Example:
+        >>> # model = adaptable.models.train("mlp", dataset, seed=0)
+        >>> # model.predict_proba(dataset.test.X[:64]).sum(axis=1)  -> all ones
+    """
+
+    def __init__(
+        self,
+        module: nn.Module,
+        encoder: Encoder,
+        n_classes: int,
+        name: str = "torch",
+        history: TrainingHistory | None = None,
+    ) -> None:
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"module must be a torch.nn.Module; got {type(module)!r}")
+        if not isinstance(encoder, Encoder):
+            raise TypeError(f"encoder must be an adaptable.datasets.Encoder; got {type(encoder)!r}")
+        self.module = module.eval()
+        self.encoder = encoder
+        self.n_classes = int(n_classes)
+        self.name = name
+        self.history = history
+        #: where the model lives in the cache, set by ``adaptable.models.train``
+        self.cache_info: dict[str, Any] | None = None
+
+    def prepare(self, X: pd.DataFrame | np.ndarray | torch.Tensor) -> torch.Tensor:
+        """Encode raw rows into the module's input, float32 ``[N, width]``.
+
+        A DataFrame (or an array in the training table's column order) goes through the
+        encoder; a tensor is taken as already encoded and only its width is checked.
+        """
+        if isinstance(X, torch.Tensor):
+            width = self.encoder.n_features_out_
+            if X.ndim != 2 or X.shape[1] != width:
+                raise ValueError(
+                    f"An encoded tensor must have shape [N, {width}]; got {tuple(X.shape)}"
+                )
+            return X.to(torch.float32)
+        return torch.from_numpy(self.encoder.transform(X))
+
+    def predict_logits(self, X: pd.DataFrame | np.ndarray | torch.Tensor) -> np.ndarray:
+        """Logits ``(n, C)`` as float32 numpy."""
+        self.module.eval()
+        return predict_logits(self.module, self.prepare(X))
+
+    def predict_proba(self, X: pd.DataFrame | np.ndarray | torch.Tensor) -> np.ndarray:
+        """Softmax probabilities ``(n, C)``; rows sum to one."""
+        logits = torch.from_numpy(self.predict_logits(X))
+        return torch.softmax(logits.double(), dim=1).numpy()
+
+    def predict(self, X: pd.DataFrame | np.ndarray | torch.Tensor) -> np.ndarray:
+        """Class indices ``(n,)``."""
+        return self.predict_logits(X).argmax(axis=1)
+
+    @torch.inference_mode()
+    def features(self, X: pd.DataFrame | np.ndarray | torch.Tensor) -> np.ndarray:
+        """Penultimate features ``(n, d_features)`` (the module's ``features``)."""
+        if not hasattr(self.module, "features"):
+            raise TypeError(f"{type(self.module).__name__} exposes no features(x)")
+        self.module.eval()
+        x = self.prepare(X)
+        parts = [self.module.features(x[s : s + 4096]) for s in range(0, len(x), 4096)]
+        return torch.cat(parts).numpy()
+
+    def __repr__(self) -> str:
+        return f"TorchSourceModel({self.name!r}, {self.encoder!r}, n_classes={self.n_classes})"

@@ -1,0 +1,106 @@
+"""train() and its cache: hits load without training and give identical outputs; any change to
+seed, code version or data misses."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from adaptable import datasets, models
+from adaptable.models import registry
+from adaptable.models.training import TrainingConfig
+
+FAST = {"overrides": {"d_block": 16}, "training": TrainingConfig(max_epochs=2)}
+
+
+@pytest.fixture()
+def no_training(monkeypatch):
+    """Make any training attempt fail loudly."""
+
+    def boom(*args, **kwargs):
+        raise AssertionError("trained although the cache should have been hit")
+
+    monkeypatch.setattr(registry, "fit_module", boom)
+    monkeypatch.setattr(registry, "random_search", boom)
+
+
+def test_deep_model_cache_hit_is_identical_and_trains_nothing(task, tmp_path, monkeypatch):
+    first = models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST)
+    assert first.cache_info["hit"] is False
+    entry = tmp_path / first.cache_info["key"]
+    assert (entry / "weights.safetensors").is_file()
+    meta = json.loads((entry / "meta.json").read_text())
+    assert meta["name"] == "mlp" and meta["seed"] == 0 and len(meta["history"]["train_loss"]) == 2
+    assert not list(entry.glob("*.pt")) and not list(entry.glob("*.pkl"))
+
+    def boom(*args, **kwargs):
+        raise AssertionError("retrained")
+
+    monkeypatch.setattr(registry, "fit_module", boom)
+    second = models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST)
+    assert second.cache_info["hit"] is True
+    X = task.test.X
+    np.testing.assert_array_equal(first.predict_logits(X), second.predict_logits(X))
+    np.testing.assert_array_equal(first.features(X), second.features(X))
+    assert second.history.best_epoch == first.history.best_epoch
+
+
+def test_cache_dir_defaults_to_the_environment_variable(task, tmp_path, monkeypatch):
+    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "env-cache"))
+    assert models.default_cache_dir() == tmp_path / "env-cache"
+    model = models.train("mlp", task, seed=0, **FAST)
+    assert model.cache_info["path"].startswith(str(tmp_path / "env-cache"))
+
+
+def test_seed_code_version_and_data_each_invalidate(task, tmp_path):
+    base = models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST)
+    other_seed = models.train("mlp", task, seed=1, cache_dir=tmp_path, **FAST)
+    other_code = models.train("mlp", task, seed=0, cache_dir=tmp_path, code_version="x", **FAST)
+    changed_y = task.train.y.copy()
+    changed_y[0] = (changed_y[0] + 1) % task.n_classes
+    other_data = replace(task, train=datasets.Split(task.train.X, changed_y))
+    other = models.train("mlp", other_data, seed=0, cache_dir=tmp_path, **FAST)
+    keys = {m.cache_info["key"] for m in (base, other_seed, other_code, other)}
+    assert len(keys) == 4
+    assert not any(m.cache_info["hit"] for m in (other_seed, other_code, other))
+    # Seeds give different models; the same seed, retrained without the cache, the same one.
+    X = task.test.X
+    assert not np.array_equal(base.predict_logits(X), other_seed.predict_logits(X))
+    again = models.train("mlp", task, seed=0, use_cache=False, **FAST)
+    np.testing.assert_array_equal(base.predict_logits(X), again.predict_logits(X))
+
+
+@pytest.mark.parametrize("name", ["knn", "logreg", "random_forest", "xgboost", "catboost"])
+def test_supervised_cache_round_trip(name, task, tmp_path, monkeypatch):
+    space = {
+        "knn": {"n_neighbors": [3, 5]},
+        "logreg": {"C": [0.1, 1.0]},
+        "random_forest": {"n_estimators": [10], "max_depth": [3, 4]},
+        "xgboost": {"n_estimators": [10], "max_depth": [2, 3], "learning_rate": [0.3]},
+        "catboost": {"iterations": [20], "depth": [3, 4], "learning_rate": [0.3]},
+    }[name]
+    first = models.train(name, task, seed=0, cache_dir=tmp_path, n_trials=2, search_space=space)
+    assert len(first.trials) == 2
+    monkeypatch.setattr(registry, "random_search", lambda *a, **k: pytest.fail("searched again"))
+    second = models.train(name, task, seed=0, cache_dir=tmp_path, n_trials=2, search_space=space)
+    assert second.cache_info["hit"] is True and second.params == first.params
+    X = task.test.X
+    np.testing.assert_allclose(second.predict_proba(X), first.predict_proba(X), rtol=0, atol=1e-12)
+    files = {p.name for p in (tmp_path / first.cache_info["key"]).iterdir()}
+    native = {"logreg": "logreg.json", "xgboost": "xgboost.ubj", "catboost": "catboost.cbm"}
+    assert files == {"meta.json"} | ({native[name]} if name in native else set())
+
+
+def test_a_damaged_entry_is_retrained_with_a_warning(task, tmp_path):
+    first = models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST)
+    (tmp_path / first.cache_info["key"] / "weights.safetensors").write_bytes(b"garbage")
+    with pytest.warns(UserWarning, match="unreadable"):
+        again = models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST)
+    assert again.cache_info["hit"] is False
+    np.testing.assert_array_equal(
+        first.predict_logits(task.test.X), again.predict_logits(task.test.X)
+    )
+    assert models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST).cache_info["hit"]
