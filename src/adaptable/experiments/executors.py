@@ -1,0 +1,168 @@
+"""Where experiments run: in this process / a local process pool (default), or on Ray.
+
+Both expose ``workers`` and ``map_unordered(fn, items, context)``, which yields
+``(item, fn(item, context))`` pairs as they finish (an exception object in place of the result
+when the call itself could not run). The sweep, not the executor, writes the results store, so
+both executors share one store format and one resume logic.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any
+
+
+def _init_worker(threads: int) -> None:
+    # Each worker gets its own small share of the cores instead of every worker using all.
+    from adaptable.experiments.runner import _limit_threads
+
+    _limit_threads(threads)
+
+
+class LocalExecutor:
+    """Run experiments here (``workers=1``) or in a pool of ``workers`` spawned processes.
+
+    Args:
+        workers: number of processes; 1 runs in the calling process (no start-up cost, and the
+            in-process model memo is shared by all experiments).
+
+    Deliberate difference from a plain ``ProcessPoolExecutor``: processes are *spawned*, not
+    forked, because forking a process that already holds torch's thread pool can deadlock.
+    """
+
+    def __init__(self, workers: int = 1) -> None:
+        if not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be a positive int; got {workers!r}")
+        self.workers = workers
+
+    def __repr__(self) -> str:
+        return f"LocalExecutor(workers={self.workers})"
+
+    def map_unordered(
+        self, fn: Callable[[Any, Any], Any], items: Sequence[Any], context: Any
+    ) -> Iterator[tuple[Any, Any]]:
+        """Yield ``(item, fn(item, context))`` as each call finishes."""
+        if self.workers == 1 or len(items) <= 1:
+            for item in items:
+                try:
+                    yield item, fn(item, context)
+                except Exception as err:  # noqa: BLE001 - reported to the caller as a value
+                    yield item, err
+            return
+        threads = max(1, int(getattr(context, "threads", 1)))
+        pool = ProcessPoolExecutor(
+            max_workers=min(self.workers, len(items)),
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(threads,),
+        )
+        try:
+            # Keep at most two calls per worker queued, in request order, so that experiments
+            # sharing a source model tend to land on the worker that already holds it.
+            pending: dict[Future[Any], Any] = {}
+            queue = list(items)
+            queue.reverse()
+            limit = 2 * self.workers
+            while queue or pending:
+                while queue and len(pending) < limit:
+                    item = queue.pop()
+                    pending[pool.submit(fn, item, context)] = item
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    item = pending.pop(future)
+                    error = future.exception()
+                    yield item, (error if error is not None else future.result())
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def close(self) -> None:
+        """Nothing to release (pools live only for one ``map_unordered`` call)."""
+
+
+class RayExecutor:
+    """Run experiments as Ray tasks (one CPU each) on a local or remote Ray cluster.
+
+    Args:
+        address: a cluster address (``"auto"``, ``"ray://host:10001"``); ``None`` starts a
+            local Ray instance for this process.
+        workers: CPUs of the local instance (``None``: all); ignored when joining a cluster.
+        max_in_flight: tasks submitted ahead of the results (bounds the driver's memory).
+
+    Install with ``pip install "adaptable-tta[ray]"``.
+    """
+
+    def __init__(
+        self, address: str | None = None, workers: int | None = None, max_in_flight: int = 64
+    ) -> None:
+        try:
+            import ray
+        except ImportError as err:
+            raise ImportError(
+                "the Ray executor needs ray: pip install 'adaptable-tta[ray]'"
+            ) from err
+        self._ray = ray
+        self._started_here = False
+        if not ray.is_initialized():
+            options: dict[str, Any] = {
+                "include_dashboard": False,
+                "log_to_driver": False,
+                "ignore_reinit_error": True,
+            }
+            if address is not None:
+                options["address"] = address
+            elif workers is not None:
+                options["num_cpus"] = workers
+            ray.init(**options)
+            self._started_here = True
+        self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.max_in_flight = max_in_flight
+        self._remote = ray.remote(num_cpus=1, max_retries=0)(_ray_call)
+
+    def __repr__(self) -> str:
+        return f"RayExecutor(workers={self.workers})"
+
+    def map_unordered(
+        self, fn: Callable[[Any, Any], Any], items: Sequence[Any], context: Any
+    ) -> Iterator[tuple[Any, Any]]:
+        """Yield ``(item, fn(item, context))`` as each Ray task finishes."""
+        ray = self._ray
+        context_ref = ray.put(context)
+        queue = list(items)
+        queue.reverse()
+        pending: dict[Any, Any] = {}
+        while queue or pending:
+            while queue and len(pending) < self.max_in_flight:
+                item = queue.pop()
+                pending[self._remote.remote(fn, item, context_ref)] = item
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                item = pending.pop(ref)
+                try:
+                    yield item, ray.get(ref)
+                except Exception as err:  # noqa: BLE001 - a lost worker is reported, not raised
+                    yield item, err
+
+    def close(self) -> None:
+        """Shut down the Ray instance if this executor started it."""
+        if self._started_here and self._ray.is_initialized():
+            self._ray.shutdown()
+            self._started_here = False
+
+
+def _ray_call(fn: Callable[[Any, Any], Any], item: Any, context: Any) -> Any:
+    threads = max(1, int(getattr(context, "threads", 1)))
+    _init_worker(threads)
+    return fn(item, context)
+
+
+def make_executor(
+    kind: str = "local", workers: int | None = None, address: str | None = None
+) -> LocalExecutor | RayExecutor:
+    """``"local"`` -> :class:`LocalExecutor` (default one worker), ``"ray"`` -> :class:`RayExecutor`."""
+    if kind == "local":
+        return LocalExecutor(workers=workers or 1)
+    if kind == "ray":
+        return RayExecutor(address=address, workers=workers)
+    raise ValueError(f"executor must be 'local' or 'ray'; got {kind!r}")

@@ -1,0 +1,441 @@
+"""Run one experiment, and sweeps of them against a results store.
+
+One experiment (:class:`~adaptable.experiments.spec.ExperimentSpec`) loads the dataset, gets the
+source model (trained once per (dataset, model, seed) through the models' on-disk cache, and kept
+in memory for the next experiment in the same process), fits the method on the source data,
+streams the shifted test split batch by batch and records metrics, timings and per-batch traces.
+
+Where datasets, models, methods and shifts come from is a :class:`Components` value, so that
+tests can inject small doubles (:mod:`adaptable.experiments.testing`) and the real subpackages
+are imported only when an experiment runs.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import random
+import sys
+import time
+import traceback
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from adaptable.experiments import metrics as _metrics
+from adaptable.experiments.spec import ExperimentSpec
+from adaptable.experiments.store import ResultStore
+
+#: bump when the record layout or the way a metric is computed changes
+RECORD_VERSION = 1
+
+
+# --------------------------------------------------------------------------- components
+def _load_dataset(name: str, data_dir: str | None) -> Any:
+    from adaptable import datasets
+
+    return datasets.load(name, data_dir=data_dir)
+
+
+def _dataset_status(name: str, data_dir: str | None) -> str | None:
+    from adaptable import datasets
+    from adaptable.datasets.registry import ALIASES
+
+    status = datasets.available(data_dir)
+    info = status.get(ALIASES.get(name, name))
+    if info is None:
+        return f"unknown dataset {name!r}; known: {', '.join(status)}"
+    return None if info.get("present") else str(info.get("reason", "raw file absent"))
+
+
+def _train_model(name: str, dataset: Any, seed: int, cache_dir: str | None) -> Any:
+    from adaptable import models
+
+    return models.train(name, dataset, seed, cache_dir=cache_dir, quiet=True)
+
+
+def _create_method(name: str, **options: Any) -> Any:
+    from adaptable import methods
+
+    return methods.create(name, **options)
+
+
+def _apply_shift(name: str, dataset: Any, seed: int) -> Any:
+    from adaptable import shifts
+
+    return shifts.apply(name, dataset, seed)
+
+
+@dataclass(frozen=True)
+class Components:
+    """Where the runner gets its pieces. Every field must be a module-level function (so that
+    process pools and Ray can send it to workers by reference).
+
+    Args:
+        load_dataset: ``(name, data_dir) -> ShiftDataset``.
+        dataset_status: ``(name, data_dir) -> None`` when loadable, else the reason it is not.
+        train_model: ``(name, dataset, seed, cache_dir) -> source model``.
+        create_method: ``(name, **options) -> TestTimeMethod``.
+        apply_shift: ``(name, dataset, seed) -> Stream`` with ``batches(batch_size)``.
+    """
+
+    load_dataset: Callable[[str, str | None], Any] = _load_dataset
+    dataset_status: Callable[[str, str | None], str | None] = _dataset_status
+    train_model: Callable[[str, Any, int, str | None], Any] = _train_model
+    create_method: Callable[..., Any] = _create_method
+    apply_shift: Callable[[str, Any, int], Any] = _apply_shift
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What every experiment of a sweep shares: components and locations.
+
+    Args:
+        data_dir: raw data folder (``None``: ``$ADAPTABLE_DATA_DIR``, then the default).
+        cache_dir: source-model cache folder (``None``: the models package's default).
+        components: the dataset / model / method / shift providers.
+        threads: torch threads per worker process (1 keeps workers from oversubscribing cores).
+    """
+
+    data_dir: str | None = None
+    cache_dir: str | None = None
+    components: Components = field(default_factory=Components)
+    threads: int = 1
+
+
+# Per-process memo: a worker that runs several methods on one source model trains/loads it once.
+_DATASETS: dict[tuple[str, str | None], Any] = {}
+_MODELS: OrderedDict[tuple[str, str, int, str | None, str | None], Any] = OrderedDict()
+_MAX_MODELS = 4
+
+
+def _dataset(name: str, context: RunContext) -> Any:
+    key = (name, context.data_dir)
+    if key not in _DATASETS:
+        _DATASETS[key] = context.components.load_dataset(name, context.data_dir)
+    return _DATASETS[key]
+
+
+def source_model(dataset_name: str, model: str, seed: int, context: RunContext) -> Any:
+    """The trained source model for (dataset, model, seed), memoised in this process."""
+    key = (dataset_name, model, seed, context.data_dir, context.cache_dir)
+    if key in _MODELS:
+        _MODELS.move_to_end(key)
+        return _MODELS[key]
+    dataset = _dataset(dataset_name, context)
+    _seed_everything(seed)
+    trained = context.components.train_model(model, dataset, seed, context.cache_dir)
+    _MODELS[key] = trained
+    while len(_MODELS) > _MAX_MODELS:
+        _MODELS.popitem(last=False)
+    return trained
+
+
+def prepare_source(source_key: tuple[str, str, int], context: RunContext) -> str:
+    """Train (or load from cache) one source model; used before parallel sweeps so that two
+    workers never train the same model at once. Returns a short description."""
+    _limit_threads(context.threads)
+    started = time.perf_counter()
+    source_model(*source_key, context)
+    return f"{source_key} ready in {time.perf_counter() - started:.1f} s"
+
+
+def clear_memo() -> None:
+    """Forget the datasets and source models held in this process."""
+    _DATASETS.clear()
+    _MODELS.clear()
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    # torch is seeded only once something has imported it (every torch model and method has),
+    # so that runs of non-torch models do not pay for importing it.
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
+
+
+def _limit_threads(threads: int) -> None:
+    if not threads:
+        return
+    torch = sys.modules.get("torch")
+    if torch is None:
+        # Read by torch (OpenMP / MKL) when it is imported later in this process.
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        os.environ["MKL_NUM_THREADS"] = str(threads)
+    elif torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
+# --------------------------------------------------------------------------- one experiment
+def _lookup(state: Any, names: Sequence[str]) -> Any:
+    for name in names:
+        if isinstance(state, Mapping) and name in state:
+            return state[name]
+        if not isinstance(state, Mapping) and hasattr(state, name):
+            return getattr(state, name)
+    return None
+
+
+def method_state(method: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(estimated target label distribution, per-row temperatures of the last batch) where the
+    method exposes them through a ``state`` property (AdapTable, EM), else ``None``s."""
+    state = getattr(method, "state", None)
+    if state is None:
+        return None, None
+    prior = _lookup(state, ("target_prior", "estimated_target_prior", "p_t", "prior"))
+    temperature = _lookup(state, ("temperatures", "temperature", "T"))
+    prior = None if prior is None else np.asarray(prior, dtype=np.float64).reshape(-1)
+    temperature = None if temperature is None else np.asarray(temperature, dtype=np.float64)
+    return prior, temperature
+
+
+def _round(values: Iterable[float], digits: int = 5) -> list[float]:
+    return [round(float(v), digits) for v in values]
+
+
+def _versions() -> dict[str, str]:
+    import adaptable
+
+    return {"adaptable": adaptable.__version__, "python": platform.python_version()}
+
+
+def uses_test_labels(spec: ExperimentSpec) -> bool:
+    """True for the oracle study only (calibrator option naming an oracle): the runner then
+    passes each batch's true labels to ``predict_proba(X, oracle_labels=y)``. No other
+    experiment ever gives a method the test labels."""
+    return "oracle" in str(spec.option_dict.get("calibrator", ""))
+
+
+def run_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> dict[str, Any]:
+    """Run one experiment and return its record (what the results store keeps).
+
+    The record holds ``key``, ``spec``, ``metrics`` (fractions: ``macro_f1``,
+    ``balanced_accuracy``, ``accuracy``, ``ece``), ``timing`` (``fit_seconds``,
+    ``adapt_seconds``, ``seconds_per_row``: prediction-and-adaptation time per test row),
+    ``traces`` (per batch: ``size``, ``true`` label distribution, ``predicted`` mean
+    probabilities, ``pseudo`` argmax frequencies, ``estimate`` the method's estimated target
+    prior or ``None``, ``temperature`` its mean temperature or ``None``), ``reliability`` bins,
+    ``source_prior``, ``target_prior``, ``confusion`` and ``n_classes``.
+    """
+    context = context or RunContext()
+    _limit_threads(context.threads)
+    started = time.perf_counter()
+    dataset = _dataset(spec.dataset, context)
+    model = source_model(spec.dataset, spec.model, spec.seed, context)
+    n_classes = int(dataset.n_classes)
+
+    _seed_everything(spec.seed)
+    method = context.components.create_method(spec.method, **spec.option_dict)
+    fit_start = time.perf_counter()
+    method.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
+    fit_seconds = time.perf_counter() - fit_start
+
+    stream = context.components.apply_shift(spec.scenario, dataset, spec.seed)
+    labels: list[np.ndarray] = []
+    probas: list[np.ndarray] = []
+    traces: dict[str, list[Any]] = {
+        k: [] for k in ("size", "true", "predicted", "pseudo", "estimate", "temperature")
+    }
+    adapt_seconds = 0.0
+    oracle = uses_test_labels(spec)
+    for X_batch, y_batch in stream.batches(spec.batch_size):
+        y_batch = np.asarray(y_batch, dtype=np.int64)
+        tick = time.perf_counter()
+        if oracle:
+            proba = method.predict_proba(X_batch, oracle_labels=y_batch)
+        else:
+            proba = method.predict_proba(X_batch)
+        proba = np.asarray(proba, dtype=np.float64)
+        adapt_seconds += time.perf_counter() - tick
+        if proba.shape != (len(y_batch), n_classes):
+            raise ValueError(
+                f"{spec.method}.predict_proba returned shape {proba.shape}; expected "
+                f"({len(y_batch)}, {n_classes}) for this batch"
+            )
+        labels.append(y_batch)
+        probas.append(proba)
+        prior, temperature = method_state(method)
+        traces["size"].append(len(y_batch))
+        traces["true"].append(_round(np.bincount(y_batch, minlength=n_classes) / len(y_batch)))
+        traces["predicted"].append(_round(proba.mean(axis=0)))
+        pseudo = np.bincount(proba.argmax(axis=1), minlength=n_classes) / len(y_batch)
+        traces["pseudo"].append(_round(pseudo))
+        traces["estimate"].append(None if prior is None else _round(prior))
+        finite = None if temperature is None else temperature[np.isfinite(temperature)]
+        traces["temperature"].append(
+            None if finite is None or finite.size == 0 else round(float(finite.mean()), 5)
+        )
+    if not labels:
+        raise ValueError(f"the {spec.scenario!r} stream of {spec.dataset!r} yielded no batches")
+    y_all = np.concatenate(labels)
+    proba_all = np.concatenate(probas)
+    scores = _metrics.classification_metrics(y_all, proba_all)
+    rows = len(y_all)
+    return {
+        "key": spec.key,
+        "spec": spec.to_dict(),
+        "metrics": {k: round(v, 6) for k, v in scores.items()},
+        "timing": {
+            "fit_seconds": round(fit_seconds, 4),
+            "adapt_seconds": round(adapt_seconds, 4),
+            "seconds_per_row": adapt_seconds / rows,
+            "total_seconds": round(time.perf_counter() - started, 4),
+        },
+        "rows": rows,
+        "uses_test_labels": oracle,
+        "n_classes": n_classes,
+        "source_prior": _round(dataset.source_prior()),
+        "target_prior": _round(np.bincount(y_all, minlength=n_classes) / rows),
+        "confusion": _metrics.confusion_matrix(y_all, proba_all.argmax(axis=1), n_classes).tolist(),
+        "reliability": {
+            k: _round(v) for k, v in _metrics.reliability_bins(y_all, proba_all).items()
+        },
+        "traces": traces,
+        "version": RECORD_VERSION,
+        "software": _versions(),
+        "finished_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "pid": os.getpid(),
+    }
+
+
+def _run_task(spec: ExperimentSpec, context: RunContext) -> dict[str, Any]:
+    """Executor entry point: a record, or a failure description (never raises)."""
+    try:
+        return run_experiment(spec, context)
+    except Exception as err:  # noqa: BLE001 - one failing experiment must not end a sweep
+        return {
+            "failed": True,
+            "key": spec.key,
+            "error": f"{type(err).__name__}: {err}",
+            "traceback": traceback.format_exc(limit=8),
+        }
+
+
+# --------------------------------------------------------------------------- sweeps
+@dataclass
+class SweepResult:
+    """What a sweep produced.
+
+    Attributes:
+        records: the finished record of every requested experiment that has one (store order
+            follows the request order), including those found already in the store.
+        ran: keys run in this call; reused: keys found in the store.
+        failures: key -> error message for experiments that raised (not stored, so a rerun
+            tries them again).
+        skipped: dataset -> reason for datasets whose files are absent.
+    """
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    ran: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)
+    failures: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def run_sweep(
+    specs: Sequence[ExperimentSpec],
+    store: ResultStore,
+    *,
+    context: RunContext | None = None,
+    executor: Any = None,
+    progress: bool = True,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> SweepResult:
+    """Run every experiment of ``specs`` that the store does not hold yet.
+
+    Finished records are appended to ``store`` one by one as they arrive, so a sweep killed at
+    any point loses only the experiments that were still running.
+
+    Args:
+        specs: the experiments (duplicates are run once).
+        store: the results store.
+        context: components and locations shared by all experiments.
+        executor: a :class:`~adaptable.experiments.executors.LocalExecutor` (default, one
+            worker) or :class:`~adaptable.experiments.executors.RayExecutor`.
+        progress: show a tqdm progress bar on stderr.
+        on_record: called with each new record (e.g. to print a line).
+    """
+    from adaptable.experiments.executors import LocalExecutor
+
+    context = context or RunContext()
+    executor = executor or LocalExecutor(workers=1)
+    started = time.perf_counter()
+    result = SweepResult()
+
+    unique: dict[str, ExperimentSpec] = {}
+    for spec in specs:
+        unique.setdefault(spec.key, spec)
+    for name in dict.fromkeys(s.dataset for s in unique.values()):
+        reason = context.components.dataset_status(name, context.data_dir)
+        if reason is not None:
+            result.skipped[name] = reason
+    wanted = [s for s in unique.values() if s.dataset not in result.skipped]
+
+    done = store.completed()
+    todo = [s for s in wanted if s.key not in done]
+    result.reused = [s.key for s in wanted if s.key in done]
+
+    bar = _progress_bar(len(todo), progress)
+    try:
+        sources = list(dict.fromkeys(s.source_key for s in todo))
+        if todo and executor.workers > 1 and len(sources) > 1:
+            # Train distinct source models in parallel first so that two workers never train
+            # the same one at the same time; experiments then load them from the cache.
+            bar.set_description("source models")
+            for source, outcome in executor.map_unordered(prepare_source, sources, context):
+                if isinstance(outcome, BaseException):
+                    bar.write(f"source model {source} failed: {outcome}")
+        bar.set_description("experiments")
+        for spec, outcome in executor.map_unordered(_run_task, todo, context):
+            if isinstance(outcome, BaseException):
+                outcome = {"failed": True, "key": spec.key, "error": repr(outcome)}
+            if outcome.get("failed"):
+                result.failures[spec.key] = outcome["error"]
+                bar.write(f"FAILED {spec.key}: {outcome['error']}")
+            else:
+                store.append(outcome)
+                done[spec.key] = outcome
+                result.ran.append(spec.key)
+                if on_record is not None:
+                    on_record(outcome)
+            bar.set_postfix_str(spec.label[:30], refresh=False)
+            bar.update(1)
+    finally:
+        bar.close()
+    result.records = [done[s.key] for s in wanted if s.key in done]
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def stored_only(
+    specs: Sequence[ExperimentSpec], store: ResultStore, context: RunContext | None = None
+) -> SweepResult:
+    """What :func:`run_sweep` would return without running anything: the stored records of
+    ``specs`` (missing ones simply absent) and the datasets that would be skipped."""
+    context = context or RunContext()
+    result = SweepResult()
+    for name in dict.fromkeys(s.dataset for s in specs):
+        reason = context.components.dataset_status(name, context.data_dir)
+        if reason is not None:
+            result.skipped[name] = reason
+    done = store.completed()
+    wanted = [
+        s for s in dict((s.key, s) for s in specs).values() if s.dataset not in result.skipped
+    ]
+    result.records = [done[s.key] for s in wanted if s.key in done]
+    result.reused = [r["key"] for r in result.records]
+    return result
+
+
+def _progress_bar(total: int, enabled: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, disable=not enabled, unit="exp", dynamic_ncols=True, leave=True)

@@ -1,0 +1,159 @@
+"""The experiment key: (dataset, scenario, model, method, seed) plus the method's options.
+
+>>> spec = ExperimentSpec("heloc", "natural", "mlp", "adaptable", 0, {"calibrator": "none"})
+>>> spec.key
+'heloc|natural|mlp|adaptable|seed=0|{"calibrator":"none"}'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: the batch size of every experiment in the paper
+BATCH_SIZE = 64
+
+
+def _canonical_options(options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    if options is None:
+        return ()
+    if not isinstance(options, Mapping):
+        raise TypeError(f"method options must be a mapping of name -> value; got {options!r}")
+    for name, value in options.items():
+        if not isinstance(name, str):
+            raise TypeError(f"option names must be strings; got {name!r}")
+        try:
+            json.dumps(value)
+        except TypeError as err:
+            raise TypeError(
+                f"option {name}={value!r} is not JSON-serialisable; options are part of the "
+                "results key and must be plain numbers, strings, booleans or lists of them"
+            ) from err
+    return tuple(sorted((k, _freeze(v)) for k, v in options.items()))
+
+
+def _freeze(value: Any) -> Any:
+    # Lists become tuples so that the spec stays hashable.
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    """One experiment: a method adapting one source model to one test stream.
+
+    Args:
+        dataset: task name for ``adaptable.datasets.load`` (``heloc``, ``hospital_readmission``...).
+        scenario: shift name for ``adaptable.shifts.apply`` (``natural``, ``gaussian``...).
+        model: source model name for ``adaptable.models.train`` (``mlp``, ``catboost``...).
+        method: method name for ``adaptable.methods.create`` (``source``, ``adaptable``, ``tent``...).
+        seed: seeds the source model, the stream order and the method.
+        options: keyword options passed to the method (e.g. ``{"calibrator": "platt"}``); they
+            are part of the key, so an ablation or a hyperparameter value is its own experiment.
+        batch_size: rows per test batch.
+    """
+
+    dataset: str
+    scenario: str
+    model: str
+    method: str
+    seed: int
+    options: tuple[tuple[str, Any], ...] | Mapping[str, Any] = field(default=())
+    batch_size: int = BATCH_SIZE
+
+    def __post_init__(self) -> None:
+        for name in ("dataset", "scenario", "model", "method"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value or "|" in value:
+                raise ValueError(f"{name} must be a non-empty string without '|'; got {value!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative int; got {self.seed!r}")
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int; got {self.batch_size!r}")
+        if isinstance(self.options, Mapping) or self.options is None:
+            object.__setattr__(self, "options", _canonical_options(self.options))
+        else:
+            object.__setattr__(self, "options", _canonical_options(dict(self.options)))
+
+    @property
+    def option_dict(self) -> dict[str, Any]:
+        """The method options as a plain dict (tuples turned back into lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.options}
+
+    @property
+    def key(self) -> str:
+        """A stable string identifying the experiment in the results store."""
+        parts = [self.dataset, self.scenario, self.model, self.method, f"seed={self.seed}"]
+        if self.batch_size != BATCH_SIZE:
+            parts.append(f"batch={self.batch_size}")
+        if self.options:
+            parts.append(json.dumps(self.option_dict, sort_keys=True, separators=(",", ":")))
+        return "|".join(parts)
+
+    @property
+    def source_key(self) -> tuple[str, str, int]:
+        """(dataset, model, seed): experiments sharing it share one trained source model."""
+        return (self.dataset, self.model, self.seed)
+
+    @property
+    def label(self) -> str:
+        """A short display name for the method and its options, e.g. ``adaptable[calibrator=none]``."""
+        if not self.options:
+            return self.method
+        inner = ",".join(f"{k}={v}" for k, v in self.option_dict.items())
+        return f"{self.method}[{inner}]"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (the inverse of :meth:`from_dict`)."""
+        return {
+            "dataset": self.dataset,
+            "scenario": self.scenario,
+            "model": self.model,
+            "method": self.method,
+            "seed": self.seed,
+            "options": self.option_dict,
+            "batch_size": self.batch_size,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ExperimentSpec:
+        """Rebuild a spec from :meth:`to_dict` output (or a results-store record's ``spec``)."""
+        return cls(
+            dataset=data["dataset"],
+            scenario=data["scenario"],
+            model=data["model"],
+            method=data["method"],
+            seed=int(data["seed"]),
+            options=dict(data.get("options") or {}),
+            batch_size=int(data.get("batch_size", BATCH_SIZE)),
+        )
+
+
+def grid(
+    datasets: list[str],
+    scenarios: list[str],
+    models: list[str],
+    methods: list[str | tuple[str, Mapping[str, Any]]],
+    seeds: list[int],
+    batch_size: int = BATCH_SIZE,
+) -> list[ExperimentSpec]:
+    """Every combination, ordered so that experiments sharing a source model are adjacent.
+
+    ``methods`` items are names or ``(name, options)`` pairs.
+    """
+    out: list[ExperimentSpec] = []
+    for dataset in datasets:
+        for model in models:
+            for seed in seeds:
+                for scenario in scenarios:
+                    for method in methods:
+                        name, options = (method, {}) if isinstance(method, str) else method
+                        out.append(
+                            ExperimentSpec(
+                                dataset, scenario, model, name, seed, options, batch_size
+                            )
+                        )
+    return out

@@ -1,0 +1,285 @@
+"""Results tables: ours (mean +- standard error over seeds) beside the paper's, as Markdown / CSV.
+
+>>> frame = compare(TABLES["main"], records, seeds=[0, 1, 2])       # doctest: +SKIP
+>>> print(to_markdown(frame, TABLES["main"], skipped={}))           # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from adaptable.experiments.metrics import mean_and_se
+from adaptable.experiments.paper import (
+    DATASET_TITLES,
+    PAPER_EFFICIENCY,
+    SCENARIO_TITLES,
+    Row,
+    TableDef,
+    paper_value,
+)
+from adaptable.experiments.spec import ExperimentSpec
+
+#: metric -> (column title, how to get it from a record in the table's unit)
+METRICS: dict[str, tuple[str, Any]] = {
+    "macro_f1": ("F1", lambda r: 100.0 * r["metrics"]["macro_f1"]),
+    "balanced_accuracy": ("bAcc", lambda r: 100.0 * r["metrics"]["balanced_accuracy"]),
+    "accuracy": ("Acc", lambda r: 100.0 * r["metrics"]["accuracy"]),
+    "ece": ("ECE", lambda r: 100.0 * r["metrics"]["ece"]),
+    "ms_per_row": ("ms/row", lambda r: 1000.0 * r["timing"]["seconds_per_row"]),
+    "adapt_seconds": ("time (s)", lambda r: r["timing"]["adapt_seconds"]),
+}
+
+
+#: columns of :func:`compare`'s frame (and of the CSV files)
+COLUMNS = [
+    "table", "dataset", "scenario", "model", "method", "metric", "ours_mean", "ours_se",
+    "n_seeds", "paper_mean", "paper_se", "difference",
+]  # fmt: skip
+
+
+def table_specs(
+    table: TableDef, seeds: Iterable[int], datasets: Iterable[str] | None = None
+) -> list[ExperimentSpec]:
+    """The experiments a table needs, grouped by source model (dataset, model, seed)."""
+    chosen = list(datasets) if datasets is not None else list(table.datasets)
+    out = []
+    for dataset in chosen:
+        for model in dict.fromkeys(row.model for row in table.rows):
+            for seed in seeds:
+                for scenario in table.scenarios:
+                    for row in table.rows:
+                        if row.model == model:
+                            out.append(
+                                ExperimentSpec(
+                                    dataset, scenario, model, row.method, seed, row.option_dict
+                                )
+                            )
+    return list({s.key: s for s in out}.values())
+
+
+def _paper(
+    table: TableDef, row: Row, dataset: str, scenario: str, metric: str
+) -> tuple[float, float] | None:
+    if table.name == "efficiency":
+        found = PAPER_EFFICIENCY.get((dataset, row.model, row.method if not row.options else ""))
+        return (found[metric], math.nan) if found and metric in found else None
+    if table.paper_table is None or row.paper_model is None or row.paper_method is None:
+        return None
+    return paper_value(
+        table.paper_table, scenario, row.paper_model, dataset, row.paper_method, metric
+    )
+
+
+def compare(
+    table: TableDef,
+    records: Iterable[Mapping[str, Any]],
+    seeds: Sequence[int],
+    datasets: Iterable[str] | None = None,
+) -> pd.DataFrame:
+    """One line per (dataset, scenario, row, metric): ours vs the paper.
+
+    Columns: ``dataset``, ``scenario``, ``model``, ``method`` (the row label), ``metric``,
+    ``ours_mean``, ``ours_se``, ``n_seeds``, ``paper_mean``, ``paper_se``, ``difference``
+    (ours - paper). Values are percentages (times in ms per row or seconds); a cell with no run
+    or no paper value holds NaN.
+    """
+    by_key = {r["key"]: r for r in records}
+    lines = []
+    chosen = list(datasets) if datasets is not None else list(table.datasets)
+    for dataset in chosen:
+        for scenario in table.scenarios:
+            for row in table.rows:
+                found = []
+                for seed in seeds:
+                    spec = ExperimentSpec(
+                        dataset, scenario, row.model, row.method, seed, row.option_dict
+                    )
+                    if spec.key in by_key:
+                        found.append(by_key[spec.key])
+                for metric in table.metrics:
+                    values = [METRICS[metric][1](r) for r in found]
+                    mean, se = mean_and_se(values) if values else (math.nan, math.nan)
+                    paper = _paper(table, row, dataset, scenario, metric)
+                    paper_mean, paper_se = paper if paper else (math.nan, math.nan)
+                    lines.append(
+                        {
+                            "table": table.name,
+                            "dataset": dataset,
+                            "scenario": scenario,
+                            "model": row.model,
+                            "method": row.label,
+                            "metric": metric,
+                            "ours_mean": mean,
+                            "ours_se": se,
+                            "n_seeds": len(values),
+                            "paper_mean": paper_mean,
+                            "paper_se": paper_se,
+                            "difference": mean - paper_mean,
+                        }
+                    )
+    return pd.DataFrame(lines, columns=COLUMNS)
+
+
+def _fmt(value: float, digits: int = 1) -> str:
+    return (
+        "-"
+        if value is None or (isinstance(value, float) and math.isnan(value))
+        else f"{value:.{digits}f}"
+    )
+
+
+def _cell(line: Mapping[str, Any], digits: int, wanted: int = 0) -> str:
+    n = int(line["n_seeds"])
+    if n == 0:
+        ours = "not run"
+    elif n == 1:
+        ours = _fmt(line["ours_mean"], digits)
+    else:
+        ours = f"{_fmt(line['ours_mean'], digits)} ± {_fmt(line['ours_se'], digits)}"
+    notes = []
+    if 0 < n < wanted:
+        notes.append(f"{n} of {wanted} seeds")
+    if not math.isnan(line["paper_mean"]):
+        notes.append(f"paper {_fmt(line['paper_mean'], digits)}")
+        if n:
+            notes.append(f"Δ {_signed(line['difference'], digits)}")
+    return f"{ours} ({', '.join(notes)})" if notes else ours
+
+
+def _signed(value: float, digits: int) -> str:
+    return "-" if math.isnan(value) else f"{value:+.{digits}f}"
+
+
+def markdown_grid(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub-flavoured Markdown table."""
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def to_markdown(
+    frame: pd.DataFrame,
+    table: TableDef,
+    *,
+    skipped: Mapping[str, str] | None = None,
+    failures: Mapping[str, str] | None = None,
+    seeds: Sequence[int] = (),
+) -> str:
+    """The table as the paper lays it out: one row per method, one column per dataset (and
+    scenario), one block per metric; each cell ``ours ± se (paper p, Δ d)``."""
+    parts = [f"## {table.title}", ""]
+    if seeds:
+        parts += [f"Ours: mean ± standard error over seeds {', '.join(map(str, seeds))}.", ""]
+    for metric in table.metrics:
+        subset = frame[frame["metric"] == metric]
+        if subset.empty:
+            continue
+        digits = 3 if metric == "ms_per_row" else (2 if metric == "adapt_seconds" else 1)
+        columns = list(dict.fromkeys(zip(subset["scenario"], subset["dataset"], strict=True)))
+        multi_scenario = len({c[0] for c in columns}) > 1
+        header = ["model", "method"] + [
+            (f"{SCENARIO_TITLES.get(s, s)} / " if multi_scenario else "") + DATASET_TITLES.get(d, d)
+            for s, d in columns
+        ]
+        rows = []
+        for (model, method), group in subset.groupby(["model", "method"], sort=False):
+            cells = {
+                (g["scenario"], g["dataset"]): _cell(g, digits, len(seeds))
+                for _, g in group.iterrows()
+            }
+            rows.append([model, method] + [cells.get(c, "") for c in columns])
+        parts += [f"### {METRICS[metric][0]}", "", markdown_grid(header, rows), ""]
+    if skipped:
+        parts += ["Skipped datasets:", ""]
+        parts += [
+            f"- {DATASET_TITLES.get(d, d)} (`{d}`): {reason}" for d, reason in skipped.items()
+        ]
+        parts.append("")
+    if failures:
+        parts += ["Failed experiments (not stored; a rerun retries them):", ""]
+        parts += [f"- `{key}`: {error}" for key, error in failures.items()]
+        parts.append("")
+    parts += [f"Note: {note}" for note in table.notes]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def write_table(
+    frame: pd.DataFrame,
+    table: TableDef,
+    out_dir: str | Path,
+    *,
+    skipped: Mapping[str, str] | None = None,
+    failures: Mapping[str, str] | None = None,
+    seeds: Sequence[int] = (),
+    latex: bool = False,
+) -> list[Path]:
+    """Write ``<name>.md`` and ``<name>.csv`` (and ``<name>.tex`` with ``latex=True``)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{table.name}.md", out / f"{table.name}.csv"]
+    paths[0].write_text(to_markdown(frame, table, skipped=skipped, failures=failures, seeds=seeds))
+    extra = frame.copy()
+    extra["skipped_reason"] = extra["dataset"].map(lambda d: (skipped or {}).get(d, ""))
+    extra.to_csv(paths[1], index=False, float_format="%.4f")
+    if latex:
+        paths.append(out / f"{table.name}.tex")
+        paths[-1].write_text(to_latex(frame, table))
+    return paths
+
+
+def to_latex(frame: pd.DataFrame, table: TableDef) -> str:
+    """A plain ``tabular`` per metric with ``ours (paper)`` cells."""
+    blocks = []
+    for metric in table.metrics:
+        subset = frame[frame["metric"] == metric]
+        columns = list(dict.fromkeys(zip(subset["scenario"], subset["dataset"], strict=True)))
+        lines = [
+            "\\begin{tabular}{ll" + "c" * len(columns) + "}",
+            "\\toprule",
+            "Model & Method & "
+            + " & ".join(DATASET_TITLES.get(d, d) for _, d in columns)
+            + " \\\\ \\midrule",
+        ]
+        for (model, method), group in subset.groupby(["model", "method"], sort=False):
+            cells = {}
+            for _, g in group.iterrows():
+                ours = _fmt(g["ours_mean"])
+                if g["n_seeds"] > 1:
+                    ours += f" $\\pm$ {_fmt(g['ours_se'])}"
+                if not math.isnan(g["paper_mean"]):
+                    ours += f" ({_fmt(g['paper_mean'])})"
+                cells[(g["scenario"], g["dataset"])] = ours
+            lines.append(
+                f"{model} & {method} & " + " & ".join(cells.get(c, "") for c in columns) + " \\\\"
+            )
+        lines += ["\\bottomrule", "\\end{tabular}"]
+        blocks.append(f"% {METRICS[metric][0]}\n" + "\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def summary(records: Iterable[Mapping[str, Any]]) -> str:
+    """A Markdown table of any records: one row per (dataset, scenario, model, method label),
+    metrics as mean ± se over the seeds present."""
+    groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
+    for record in records:
+        spec = ExperimentSpec.from_dict(record["spec"])
+        groups.setdefault((spec.dataset, spec.scenario, spec.model, spec.label), []).append(record)
+    header = ["dataset", "shift", "model", "method", "seeds", "F1", "bAcc", "Acc", "ECE", "ms/row"]
+    rows = []
+    for (dataset, scenario, model, label), found in groups.items():
+        cells = []
+        for metric in ("macro_f1", "balanced_accuracy", "accuracy", "ece", "ms_per_row"):
+            mean, se = mean_and_se([METRICS[metric][1](r) for r in found])
+            digits = 3 if metric == "ms_per_row" else 1
+            cells.append(
+                _fmt(mean, digits)
+                if len(found) == 1
+                else f"{_fmt(mean, digits)} ± {_fmt(se, digits)}"
+            )
+        rows.append([dataset, scenario, model, label, str(len(found)), *cells])
+    return markdown_grid(header, rows)

@@ -1,0 +1,145 @@
+"""The runner and sweeps, with the small test doubles of ``adaptable.experiments.testing``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from adaptable.experiments import testing
+from adaptable.experiments.runner import RunContext, clear_memo, run_experiment, run_sweep
+from adaptable.experiments.spec import ExperimentSpec, grid
+from adaptable.experiments.store import ResultStore
+
+CONTEXT = RunContext(components=testing.COMPONENTS)
+
+
+def test_record_holds_metrics_timings_and_traces() -> None:
+    spec = ExperimentSpec("toy3", "natural", "softmax", "prior", 0, {"alpha": 0.3})
+    record = run_experiment(spec, CONTEXT)
+    assert record["key"] == spec.key
+    assert record["spec"]["options"] == {"alpha": 0.3}
+    for value in record["metrics"].values():
+        assert 0.0 <= value <= 1.0
+    traces = record["traces"]
+    assert sum(traces["size"]) == record["rows"] == 320
+    assert len(traces["size"]) == 5  # ceil(320 / 64)
+    for field in ("true", "predicted", "pseudo", "estimate"):
+        for dist in traces[field]:
+            assert len(dist) == 3 and sum(dist) == pytest.approx(1.0, abs=1e-4)
+    assert all(t is not None and t >= 1.0 for t in traces["temperature"])
+    assert record["timing"]["seconds_per_row"] > 0
+    assert np.sum(record["confusion"]) == 320
+    # the toy without a state has no estimate or temperature
+    plain = run_experiment(ExperimentSpec("toy3", "natural", "softmax", "source", 0), CONTEXT)
+    assert plain["traces"]["estimate"] == [None] * 5
+    assert plain["metrics"]["accuracy"] != record["metrics"]["accuracy"]
+
+
+def test_deterministic_under_a_seed_and_options_matter() -> None:
+    spec = ExperimentSpec("toy", "natural", "softmax", "prior", 1)
+    clear_memo()
+    first = run_experiment(spec, CONTEXT)
+    clear_memo()
+    second = run_experiment(spec, CONTEXT)
+    assert first["metrics"] == second["metrics"]
+    assert first["traces"]["true"] == second["traces"]["true"]
+    other = run_experiment(
+        ExperimentSpec("toy", "natural", "softmax", "source", 1, {"temperature": 5.0}), CONTEXT
+    )
+    assert other["metrics"]["ece"] != first["metrics"]["ece"]
+
+
+def test_sweep_trains_each_source_model_once_and_resumes(tmp_path: Path) -> None:
+    clear_memo()
+    testing.TRAIN_CALLS.clear()
+    store = ResultStore(tmp_path / "r.jsonl")
+    specs = grid(
+        ["toy", "missing"], ["natural", "sorted"], ["softmax"], ["source", "prior", "fail"], [0, 1]
+    )
+    result = run_sweep(specs, store, context=CONTEXT, progress=False)
+    assert result.skipped == {"missing": "toy data set 'missing' is absent"}
+    assert len(result.ran) == 8 and len(result.failures) == 4
+    assert all("always fails" in e for e in result.failures.values())
+    assert testing.TRAIN_CALLS == {("synthetic", "softmax", 0): 1, ("synthetic", "softmax", 1): 1}
+    assert len(store.completed()) == 8
+    again = run_sweep(specs, store, context=CONTEXT, progress=False)
+    # finished experiments are reused; only the failing ones are tried again
+    assert again.ran == [] and len(again.reused) == 8 and len(again.failures) == 4
+    assert [r["key"] for r in again.records] == [r["key"] for r in result.records]
+
+
+_KILLED_SWEEP = textwrap.dedent(
+    """
+    import sys
+    from adaptable.experiments import testing
+    from adaptable.experiments.runner import RunContext, run_sweep
+    from adaptable.experiments.spec import grid
+    from adaptable.experiments.store import ResultStore
+
+    specs = grid(["toy"], ["natural", "sorted"], ["softmax"],
+                 [("source", {"delay": 0.08, "temperature": t}) for t in (1, 2, 3)], [0, 1])
+    run_sweep(specs, ResultStore(sys.argv[1]),
+              context=RunContext(components=testing.COMPONENTS), progress=False)
+    """
+)
+
+
+def test_killed_sweep_rerun_completes_only_the_missing(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_SWEEP, str(path)], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if path.exists() and len(path.read_bytes().splitlines()) >= 3:
+                break
+            assert proc.poll() is None, "the sweep ended before it could be killed"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    with open(path, "a") as handle:  # as if it died in the middle of writing a line
+        handle.write('{"key": "toy|natural|softmax|source')
+    before = set(ResultStore(path).completed())
+    assert 3 <= len(before) < 12
+    # delay is an option, so the rerun must use the same one to match the stored keys
+    specs = grid(["toy"], ["natural", "sorted"], ["softmax"],
+                 [("source", {"delay": 0.08, "temperature": t}) for t in (1, 2, 3)], [0, 1])  # fmt: skip
+    result = run_sweep(specs, ResultStore(path), context=CONTEXT, progress=False)
+    assert set(result.ran) == {s.key for s in specs} - before
+    assert set(result.reused) == before
+    completed = ResultStore(path).completed()
+    assert set(completed) == {s.key for s in specs}
+    assert len(path.read_text().splitlines()) == 12  # the torn line was cut, nothing doubled
+
+
+def test_failure_in_a_method_is_reported_not_raised(tmp_path: Path) -> None:
+    result = run_sweep(
+        [ExperimentSpec("toy", "natural", "softmax", "nope", 0)],
+        ResultStore(tmp_path / "r.jsonl"),
+        context=CONTEXT,
+        progress=False,
+    )
+    assert "toy method 'nope' unknown" in next(iter(result.failures.values()))
+    assert result.records == []
+
+
+def test_only_the_oracle_study_passes_test_labels() -> None:
+    plain = run_experiment(ExperimentSpec("toy", "natural", "softmax", "source", 0), CONTEXT)
+    oracle = run_experiment(
+        ExperimentSpec(
+            "toy", "natural", "softmax", "source", 0, {"calibrator": "oracle_test_labels"}
+        ),
+        CONTEXT,
+    )
+    assert not plain["uses_test_labels"] and oracle["uses_test_labels"]
+    # mixing in the true labels half and half makes every prediction right
+    assert oracle["metrics"]["accuracy"] == 1.0 > plain["metrics"]["accuracy"]
