@@ -140,6 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a subset (default: the paper's datasets for the table)",
     )
     rep.add_argument(
+        "--models",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="run only the rows of these source models (the table still shows every stored row)",
+    )
+    rep.add_argument(
         "--out", default="adaptable-results/tables", help="folder for <table>.md / .csv"
     )
     rep.add_argument("--latex", action="store_true", help="also write <table>.tex")
@@ -226,7 +233,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         for name in names:
             table = TABLES[name]
             datasets = args.datasets or list(table.datasets)
-            specs = table_specs(table, args.seeds, datasets)
+            specs = table_specs(table, args.seeds, datasets, args.models)
             print(f"[{name}] {len(specs)} experiments; results store: {store.path}", flush=True)
             if args.no_run:
                 result = stored_only(specs, store, context)

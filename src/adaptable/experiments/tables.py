@@ -43,13 +43,28 @@ COLUMNS = [
 
 
 def table_specs(
-    table: TableDef, seeds: Iterable[int], datasets: Iterable[str] | None = None
+    table: TableDef,
+    seeds: Iterable[int],
+    datasets: Iterable[str] | None = None,
+    models: Iterable[str] | None = None,
 ) -> list[ExperimentSpec]:
-    """The experiments a table needs, grouped by source model (dataset, model, seed)."""
+    """The experiments a table needs, grouped by source model (dataset, model, seed).
+
+    ``models`` keeps only the rows of those source models (e.g. to leave out a slow one).
+    """
     chosen = list(datasets) if datasets is not None else list(table.datasets)
+    table_models = list(dict.fromkeys(row.model for row in table.rows))
+    if models is not None:
+        unknown = sorted(set(models) - set(table_models))
+        if unknown:
+            raise ValueError(
+                f"Table {table.name!r} has no rows for model(s) {unknown}; "
+                f"its models are {table_models}."
+            )
+        table_models = [m for m in table_models if m in set(models)]
     out = []
     for dataset in chosen:
-        for model in dict.fromkeys(row.model for row in table.rows):
+        for model in table_models:
             for seed in seeds:
                 for scenario in table.scenarios:
                     for row in table.rows:
