@@ -120,9 +120,10 @@ class Encoder:
             num = _numeric_block(frame, self.numerical_)
             out[:, : len(self.numerical_)] = (num - self.mean_) / self.scale_
         codes = self._codes(frame)
-        for j, block in enumerate(self.categorical_blocks):
-            known = np.flatnonzero(codes[:, j] >= 0)
-            out[known, block.start + codes[known, j]] = 1.0
+        if codes.shape[1]:
+            starts = np.array([b.start for b in self.categorical_blocks], dtype=np.int64)
+            rows, features = np.nonzero(codes >= 0)
+            out[rows, starts[features] + codes[rows, features]] = 1.0
         return out
 
     def fit_transform(self, X: pd.DataFrame | np.ndarray, y: object = None) -> np.ndarray:
