@@ -18,16 +18,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from adaptable.baselines._common import (
-    check_batch,
-    check_fitted,
-    logit_function,
-    softmax,
-)
-from adaptable.method.base import TestTimeMethod
+from adaptable.baselines._common import softmax
+from adaptable.baselines.source import SourceOnly
 
 
-class LAME(TestTimeMethod):
+class LAME(SourceOnly):
     """Output-only adaptation by Laplacian-regularised maximum likelihood on a batch.
 
     Works for any source model that exposes penultimate features: a ``TorchSourceModel``
@@ -72,15 +67,12 @@ class LAME(TestTimeMethod):
     ) -> LAME:
         """Keep the model's logit and feature functions; LAME needs no source data."""
         self._features = _feature_function(model)
-        self._logits = logit_function(model)
-        self._fitted = True
+        super().fit(model)
         return self
 
     def predict_proba(self, X_batch: Any) -> np.ndarray:
         """LAME assignments of the batch's rows, float64 (n, C), rows summing to one."""
-        check_fitted(self._fitted, self.name)
-        check_batch(X_batch, self.name)
-        probs = softmax(self._logits(X_batch))
+        probs = self._source_proba(X_batch)
         features = np.asarray(self._features(X_batch), dtype=np.float64)
         if features.ndim != 2 or features.shape[0] != probs.shape[0]:
             raise ValueError(
@@ -93,9 +85,6 @@ class LAME(TestTimeMethod):
         return laplacian_optimisation(
             -np.log(probs + 1e-10), kernel, self.bound_lambda, self.max_steps, self.tol
         )
-
-    def reset(self) -> None:
-        """Nothing to reset: LAME keeps no state between batches."""
 
 
 def rbf_affinity(features: np.ndarray, knn: int) -> np.ndarray:

@@ -42,6 +42,10 @@ class SourceOnly(TestTimeMethod):
 
     def predict_proba(self, X_batch: Any) -> np.ndarray:
         """``softmax(f(X_batch))``, float64 (n, C)."""
+        return self._source_proba(X_batch)
+
+    def _source_proba(self, X_batch: Any) -> np.ndarray:
+        """The checked source prediction; output-only methods (LAME) start from it."""
         check_fitted(self._fitted, self.name)
         check_batch(X_batch, self.name)
         return softmax(self._logits(X_batch))
