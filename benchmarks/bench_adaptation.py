@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from adaptable import datasets
-from adaptable.method import AdapTable
+from adaptable.core import AdapTable
 
 
 def _min_seconds(function: Callable[[], Any], repeats: int) -> float:

@@ -24,7 +24,7 @@ import torch
 from sklearn.metrics import balanced_accuracy_score, f1_score
 
 from adaptable import datasets
-from adaptable.method import AdapTable
+from adaptable.core import AdapTable
 
 # Reference figures (macro-F1, balanced accuracy), MLP backbone: the paper's Table 1 and the
 # authors' code measured on this machine (docs: shared/design/method.md, section 6).

@@ -10,7 +10,16 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_SUBPACKAGES = {"datasets", "method", "models", "baselines", "methods", "shifts", "experiments"}
+_SUBPACKAGES = {
+    "datasets",
+    "core",
+    "encoding",
+    "models",
+    "baselines",
+    "methods",
+    "shifts",
+    "experiments",
+}
 
 __all__ = ["AdapTable", "__version__", *sorted(_SUBPACKAGES)]
 
@@ -19,7 +28,7 @@ def __getattr__(name: str) -> Any:
     # Lazy, so that `from adaptable import AdapTable` pulls in neither the model zoo nor the
     # experiment machinery.
     if name == "AdapTable":
-        from adaptable.method import AdapTable
+        from adaptable.core import AdapTable
 
         return AdapTable
     if name in _SUBPACKAGES:

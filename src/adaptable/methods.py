@@ -17,12 +17,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from adaptable.method.base import TestTimeMethod
+from adaptable.core.interface import TestTimeMethod
 
 # name -> (module, class); imported on demand so that asking for one method loads only it.
 _REGISTRY: dict[str, tuple[str, str]] = {
     "source": ("adaptable.baselines.source", "SourceOnly"),
-    "adaptable": ("adaptable.method", "AdapTable"),
+    "adaptable": ("adaptable.core", "AdapTable"),
     "pl": ("adaptable.baselines.pl", "PseudoLabel"),
     "tent": ("adaptable.baselines.tent", "Tent"),
     "ttt++": ("adaptable.baselines.tttpp", "TTTPlusPlus"),

@@ -132,7 +132,7 @@ def test_bad_inputs_are_refused(task):
 
 @pytest.mark.parametrize("name", list(SUPERVISED))
 def test_every_baseline_can_be_a_source_model_for_adaptable(name, task):
-    adapter = pytest.importorskip("adaptable.method.model_adapter")
+    adapter = pytest.importorskip("adaptable.core.model_adapter")
     model = models.create(name, None, 3, **{k: v[0] for k, v in TINY[name].items()})
     model.fit(task.train.X, task.train.y)
     logits = adapter.as_logit_function(model)(task.test.X.iloc[:9])

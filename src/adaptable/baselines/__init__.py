@@ -1,6 +1,6 @@
 """Test-time adaptation baselines and label-shift classics, one module per method.
 
-All follow :class:`adaptable.method.base.TestTimeMethod`; create them by name through the one
+All follow :class:`adaptable.core.interface.TestTimeMethod`; create them by name through the one
 registry, :func:`adaptable.methods.create`.
 
 - parameter-updating (torch source models only): :class:`PseudoLabel` (``pl``), :class:`Tent`
@@ -11,7 +11,7 @@ registry, :func:`adaptable.methods.create`.
 """
 
 from adaptable.baselines.bbse import BBSE, bbse_prior, confusion_joint, confusion_soft
-from adaptable.baselines.calibration import BiasCorrectedTemperature, fit_bcts
+from adaptable.baselines.bcts import BiasCorrectedTemperature, fit_bcts
 from adaptable.baselines.eata import EATA
 from adaptable.baselines.em import EMPriorAdjustment, em_prior
 from adaptable.baselines.episodic import EpisodicTorchMethod

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 # One softmax / normalisation for the package: the label handler's (re-exported for baselines).
-from adaptable.method.label_handler import normalize, softmax
+from adaptable.core.label_handler import normalize, softmax
 
 __all__ = [
     "check_batch",
@@ -34,7 +34,7 @@ def logit_function(model: Any) -> LogitFunction:
         model: a ``TorchSourceModel``, a ``torch.nn.Module``, or any object with
             ``predict_logits`` / ``predict_proba`` (GBDTs included).
     """
-    from adaptable.method.model_adapter import as_logit_function
+    from adaptable.core.model_adapter import as_logit_function
 
     return as_logit_function(model)
 

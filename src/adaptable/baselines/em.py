@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from adaptable.baselines._common import normalize, softmax
-from adaptable.baselines.calibration import BiasCorrectedTemperature, fit_bcts
+from adaptable.baselines.bcts import BiasCorrectedTemperature, fit_bcts
 from adaptable.baselines.prior_shift import PriorShiftMethod
 
 

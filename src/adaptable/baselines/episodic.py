@@ -37,7 +37,7 @@ from adaptable.baselines._common import (
     require_torch_source_model,
     to_numpy_proba,
 )
-from adaptable.method.base import TestTimeMethod
+from adaptable.core.interface import TestTimeMethod
 
 
 class EpisodicTorchMethod(TestTimeMethod):

@@ -2,7 +2,7 @@
 
 Per test batch: the method estimates the batch's label distribution, the estimate is smoothed
 online exactly as AdapTable's online target-label estimator smooths its own
-(:class:`adaptable.method.label_handler.OnlinePrior`: ``(1 - alpha) * current + alpha *
+(:class:`adaptable.core.label_handler.OnlinePrior`: ``(1 - alpha) * current + alpha *
 previous``, starting uniform, alpha = 0.1), and the outputs are re-weighted by Bayes' rule for
 label shift: ``norm(p(y|x) * p_t(y) / p_s(y))``. The source prior is AdapTable's too
 (train + validation label frequencies). These methods need only the model's outputs, so they
@@ -22,8 +22,8 @@ from adaptable.baselines._common import (
     logit_function,
     normalize,
 )
-from adaptable.method.base import TestTimeMethod
-from adaptable.method.label_handler import OnlinePrior, source_prior
+from adaptable.core.interface import TestTimeMethod
+from adaptable.core.label_handler import OnlinePrior, source_prior
 
 
 class PriorShiftMethod(TestTimeMethod):

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from adaptable.baselines._common import check_batch, check_fitted, logit_function, softmax
-from adaptable.method.base import TestTimeMethod
+from adaptable.core.interface import TestTimeMethod
 
 
 class SourceOnly(TestTimeMethod):

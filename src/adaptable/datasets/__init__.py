@@ -12,9 +12,9 @@ from adaptable.datasets._base import (
     Split,
     resolve_data_dir,
 )
-from adaptable.datasets.encoder import Encoder, FeatureBlock
 from adaptable.datasets.registry import TASKS, TaskInfo, available, load
 from adaptable.datasets.synthetic import make_shift_dataset
+from adaptable.encoding import Encoder, FeatureBlock
 
 
 def fit_encoder(dataset: ShiftDataset) -> Encoder:

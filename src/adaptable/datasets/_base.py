@@ -12,6 +12,8 @@ from typing import BinaryIO, NamedTuple
 import numpy as np
 import pandas as pd
 
+from adaptable.encoding import kinds_by_dtype
+
 DATA_DIR_ENV = "ADAPTABLE_DATA_DIR"
 
 # TableShift's split constants, identical for every task (datasets.md, section 2).
@@ -237,20 +239,6 @@ def domain_split(
         ood_pos, test_size=OOD_VALID_FRACTION, random_state=SPLIT_RANDOM_STATE
     )
     return np.asarray(train), np.asarray(valid), np.asarray(ood_test)
-
-
-def kinds_by_dtype(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """The authors' rule: object / bool / category / string columns are categorical."""
-    categorical = [
-        c
-        for c in frame.columns
-        if frame[c].dtype == object
-        or isinstance(frame[c].dtype, pd.CategoricalDtype)
-        or pd.api.types.is_bool_dtype(frame[c])
-        or pd.api.types.is_string_dtype(frame[c])
-    ]
-    numerical = [c for c in frame.columns if c not in categorical]
-    return numerical, categorical
 
 
 def build_dataset(

@@ -244,9 +244,9 @@ def calibration_analysis(
     ``{"scenario", "mmd", "temperature"}`` per batch (at most ``max_batches`` per scenario).
     Raises ``ValueError`` when the method exposes no per-row temperatures.
     """
+    from adaptable.core.model_adapter import as_logit_function
     from adaptable.datasets import fit_encoder
     from adaptable.experiments.runner import _dataset, method_state, source_model
-    from adaptable.method.model_adapter import as_logit_function
 
     dataset = _dataset(dataset_name, context)
     model = source_model(dataset_name, model_name, seed, context)

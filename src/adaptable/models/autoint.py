@@ -6,7 +6,7 @@ import rtdl_revisiting_models as rtdl
 import torch
 from torch import Tensor, nn
 
-from adaptable.datasets import Encoder
+from adaptable.encoding import Encoder
 from adaptable.models.base import Backbone
 from adaptable.models.tokens import FeatureTokenizer
 
@@ -26,7 +26,7 @@ class AutoInt(Backbone):
 
     Example:
         >>> import pandas as pd, torch
-        >>> from adaptable.datasets import Encoder
+        >>> from adaptable.encoding import Encoder
         >>> enc = Encoder().fit(pd.DataFrame({"a": [0.0, 1.0], "b": ["x", "y"]}))
         >>> AutoInt(enc, 2)(torch.zeros(5, 3)).shape
         torch.Size([5, 2])

@@ -6,7 +6,7 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from adaptable.datasets import Encoder
+from adaptable.encoding import Encoder
 from adaptable.models.tokens import check_width
 
 

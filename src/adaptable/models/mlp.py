@@ -5,7 +5,7 @@ from __future__ import annotations
 import rtdl_revisiting_models as rtdl
 from torch import Tensor, nn
 
-from adaptable.datasets import Encoder
+from adaptable.encoding import Encoder
 from adaptable.models.base import Backbone
 
 
@@ -23,7 +23,7 @@ class MLP(Backbone):
 
     Example:
         >>> import pandas as pd, torch
-        >>> from adaptable.datasets import Encoder
+        >>> from adaptable.encoding import Encoder
         >>> enc = Encoder().fit(pd.DataFrame({"a": [0.0, 1.0], "b": ["x", "y"]}))
         >>> MLP(enc, 2)(torch.zeros(5, 3)).shape
         torch.Size([5, 2])

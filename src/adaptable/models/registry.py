@@ -12,7 +12,8 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from adaptable.datasets import Encoder, ShiftDataset, fit_encoder
+from adaptable.datasets import ShiftDataset, fit_encoder
+from adaptable.encoding import Encoder
 from adaptable.models.autoint import AutoInt
 from adaptable.models.base import Backbone
 from adaptable.models.cache import (

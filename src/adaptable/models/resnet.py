@@ -5,7 +5,7 @@ from __future__ import annotations
 import rtdl_revisiting_models as rtdl
 from torch import Tensor, nn
 
-from adaptable.datasets import Encoder
+from adaptable.encoding import Encoder
 from adaptable.models.base import Backbone
 
 
@@ -27,7 +27,7 @@ class ResNet(Backbone):
 
     Example:
         >>> import pandas as pd, torch
-        >>> from adaptable.datasets import Encoder
+        >>> from adaptable.encoding import Encoder
         >>> enc = Encoder().fit(pd.DataFrame({"a": [0.0, 1.0], "b": ["x", "y"]}))
         >>> ResNet(enc, 2, n_blocks=1, d_block=8).eval()(torch.zeros(5, 3)).shape
         torch.Size([5, 2])

@@ -9,7 +9,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from adaptable.datasets import Encoder
+from adaptable.encoding import Encoder
 from adaptable.models.training import TrainingHistory, predict_logits
 
 

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from adaptable.datasets import Encoder
+from adaptable.encoding import Encoder
 
 # The paper's grids. "lr: {0.01, 0.01 + (1 - 0.01) / 19, ..., 1}" is 20 evenly spaced values.
 _LEARNING_RATES = [float(v) for v in np.round(np.linspace(0.01, 1.0, 20), 6)]

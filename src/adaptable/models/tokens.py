@@ -16,7 +16,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from adaptable.datasets import Encoder
+from adaptable.encoding import Encoder
 
 
 class FeatureTokenizer(nn.Module):
@@ -30,7 +30,7 @@ class FeatureTokenizer(nn.Module):
 
     Example:
         >>> import pandas as pd
-        >>> from adaptable.datasets import Encoder
+        >>> from adaptable.encoding import Encoder
         >>> X = pd.DataFrame({"age": [30.0, 50.0], "job": ["a", "b"]})
         >>> enc = Encoder().fit(X)
         >>> tok = FeatureTokenizer(enc, d_token=4, bias=True)

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from adaptable.method.calibrator import CompleteGraphKernel, ShiftAwareCalibrator, pack
-from adaptable.method.label_handler import softmax
-from adaptable.method.shift_trend import ShiftTrendInput
+from adaptable.core.calibrator import CompleteGraphKernel, ShiftAwareCalibrator, pack
+from adaptable.core.label_handler import softmax
+from adaptable.core.shift_trend import ShiftTrendInput
 
 #: the oracle's temperatures: sharp for correctly classified rows, flat for wrong ones
 ORACLE_SHARP, ORACLE_FLAT = 1e-2, 1e2

@@ -10,7 +10,7 @@ That keeps post-training on Hospital Readmission (2,097 encoded columns) fast an
 
 Example:
     >>> import numpy as np, pandas as pd
-    >>> from adaptable.datasets import Encoder
+    >>> from adaptable.encoding import Encoder
     >>> X = pd.DataFrame({"a": [0.0, 2.0], "c": ["x", "y"]})
     >>> encoder = Encoder().fit(X)
     >>> layout = ColumnLayout.from_encoder(encoder)

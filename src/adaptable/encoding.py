@@ -14,7 +14,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from adaptable.datasets._base import kinds_by_dtype
+
+def kinds_by_dtype(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The authors' rule: object / bool / category / string columns are categorical."""
+    categorical = [
+        c
+        for c in frame.columns
+        if frame[c].dtype == object
+        or isinstance(frame[c].dtype, pd.CategoricalDtype)
+        or pd.api.types.is_bool_dtype(frame[c])
+        or pd.api.types.is_string_dtype(frame[c])
+    ]
+    numerical = [c for c in frame.columns if c not in categorical]
+    return numerical, categorical
 
 
 @dataclass(frozen=True)

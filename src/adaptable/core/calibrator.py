@@ -27,7 +27,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from adaptable.method.shift_trend import (
+from adaptable.core.shift_trend import (
     ADJACENCIES,
     ShiftTrendInput,
     correlation_adjacency,

@@ -1,26 +1,26 @@
 """AdapTable itself: the shift-aware calibrator, the label distribution handler, the estimator,
 and the adapter that turns any model (torch, predict_proba, callable) into logits.
 
->>> from adaptable.method import AdapTable, smooth, source_prior
+>>> from adaptable.core import AdapTable, smooth, source_prior
 """
 
-from adaptable.method.alternative_calibrators import (
+from adaptable.core.alternative_calibrators import (
     GraphCalibrator,
     IsotonicCalibrator,
     NoCalibrator,
     OracleCalibratorUsingTestLabels,
     PlattCalibrator,
 )
-from adaptable.method.base import TestTimeMethod
-from adaptable.method.calibrator import (
+from adaptable.core.calibrator import (
     PostTrainingReport,
     ShiftAwareCalibrator,
     calibration_loss,
     focal_loss,
     post_train,
 )
-from adaptable.method.estimator import CALIBRATORS, AdapTable, AdapTableState
-from adaptable.method.label_handler import (
+from adaptable.core.estimator import CALIBRATORS, AdapTable, AdapTableState
+from adaptable.core.interface import TestTimeMethod
+from adaptable.core.label_handler import (
     BatchResult,
     OnlinePrior,
     adjust_batch,
@@ -33,8 +33,8 @@ from adaptable.method.label_handler import (
     source_prior,
     uncertainty,
 )
-from adaptable.method.model_adapter import as_logit_function
-from adaptable.method.shift_trend import ColumnLayout, ShiftTrendInput, shift_trend
+from adaptable.core.model_adapter import as_logit_function
+from adaptable.core.shift_trend import ColumnLayout, ShiftTrendInput, shift_trend
 
 __all__ = [
     "CALIBRATORS",

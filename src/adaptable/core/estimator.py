@@ -23,29 +23,29 @@ import numpy as np
 import pandas as pd
 import torch
 
-from adaptable.method.alternative_calibrators import (
+from adaptable.core.alternative_calibrators import (
     GraphCalibrator,
     IsotonicCalibrator,
     NoCalibrator,
     OracleCalibratorUsingTestLabels,
     PlattCalibrator,
 )
-from adaptable.method.base import TestTimeMethod
-from adaptable.method.calibrator import (
+from adaptable.core.calibrator import (
     PostTrainingReport,
     Progress,
     ShiftAwareCalibrator,
     class_weights,
     post_train,
 )
-from adaptable.method.label_handler import (
+from adaptable.core.interface import TestTimeMethod
+from adaptable.core.label_handler import (
     OnlinePrior,
     adjust_batch,
     imbalance_temperature,
     source_prior,
 )
-from adaptable.method.model_adapter import as_logit_function
-from adaptable.method.shift_trend import (
+from adaptable.core.model_adapter import as_logit_function
+from adaptable.core.shift_trend import (
     ADJACENCIES,
     ColumnLayout,
     ShiftTrendInput,
@@ -104,10 +104,10 @@ class AdapTable(TestTimeMethod):
         cal_weight: lambda_CAL (0.1).
         graphs_per_step: graphs of ``batch_size`` rows per optimiser step; 1 as the authors;
             ``None`` keeps 1 on sources of up to 64 graphs and 32 steps per epoch above (see
-            :func:`~adaptable.method.calibrator.automatic_graphs_per_step`).
+            :func:`~adaptable.core.calibrator.automatic_graphs_per_step`).
         numerical, categorical: column kinds for the calibrator's Encoder; inferred from dtypes
             when ``None``.
-        output: what the model gives (see :func:`~adaptable.method.as_logit_function`).
+        output: what the model gives (see :func:`~adaptable.core.as_logit_function`).
         random_state: seeds the calibrator's initialisation and row shuffling.
         verbose: print one line per post-training epoch.
         progress: called as ``progress(epoch, train_loss, valid_loss, is_best)`` per epoch.
@@ -278,7 +278,7 @@ class AdapTable(TestTimeMethod):
         y_valid: np.ndarray | None,
         logits_valid: np.ndarray | None,
     ) -> None:
-        from adaptable.datasets import Encoder
+        from adaptable.encoding import Encoder
 
         source_frame = _as_frame(X_source)
         fit_frame = source_frame
@@ -476,7 +476,7 @@ class AdapTable(TestTimeMethod):
         The source model is not saved; pass it again to :meth:`load`. The online state (p^oe) is
         saved as it is now.
         """
-        from adaptable.method.serialization import save
+        from adaptable.core.serialization import save
 
         self._check_fitted()
         save(self, path)
@@ -493,7 +493,7 @@ class AdapTable(TestTimeMethod):
                 :meth:`adapt_logits` works.
             output: overrides the saved ``output`` argument for ``model``.
         """
-        from adaptable.method.serialization import load
+        from adaptable.core.serialization import load
 
         return load(cls, path, model, output)
 

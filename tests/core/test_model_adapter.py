@@ -8,8 +8,8 @@ import pytest
 import torch
 from sklearn.linear_model import LogisticRegression
 
-from adaptable.method import as_logit_function
-from adaptable.method.label_handler import softmax
+from adaptable.core import as_logit_function
+from adaptable.core.label_handler import softmax
 
 
 @pytest.fixture(scope="module")

@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from adaptable.method.alternative_calibrators import (
+from adaptable.core.alternative_calibrators import (
     GraphCalibrator,
     IsotonicCalibrator,
     NoCalibrator,
     OracleCalibratorUsingTestLabels,
     PlattCalibrator,
 )
-from adaptable.method.calibrator import ShiftAwareCalibrator
-from adaptable.method.model_adapter import as_logit_function
-from adaptable.method.shift_trend import ColumnLayout, SourceStatistics
+from adaptable.core.calibrator import ShiftAwareCalibrator
+from adaptable.core.model_adapter import as_logit_function
+from adaptable.core.shift_trend import ColumnLayout, SourceStatistics
 
 if TYPE_CHECKING:
-    from adaptable.method.estimator import AdapTable
+    from adaptable.core.estimator import AdapTable
 
 FORMAT = "adaptable.AdapTable/1"
 _METADATA_KEY = "adaptable"
@@ -73,7 +73,7 @@ def load(
     """Rebuild an AdapTable written by :func:`save`."""
     from safetensors import safe_open
 
-    from adaptable.datasets import Encoder
+    from adaptable.encoding import Encoder
 
     with safe_open(os.fspath(path), framework="numpy") as handle:
         raw = (handle.metadata() or {}).get(_METADATA_KEY)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from adaptable.method.calibrator import (
+from adaptable.core.calibrator import (
     ShiftAwareCalibrator,
     calibration_loss,
     calibrator_loss,
@@ -15,7 +15,7 @@ from adaptable.method.calibrator import (
     pack,
     post_train,
 )
-from adaptable.method.shift_trend import ShiftTrendInput
+from adaptable.core.shift_trend import ShiftTrendInput
 
 
 def test_focal_loss_hand_computed() -> None:
@@ -114,7 +114,7 @@ def test_post_training_is_deterministic_and_keeps_the_best_network() -> None:
 
 @pytest.mark.parametrize("n_rows", [1, 5, 8, 19])
 def test_numpy_kernel_equals_torch_forward(n_rows: int) -> None:
-    from adaptable.method.calibrator import CompleteGraphKernel
+    from adaptable.core.calibrator import CompleteGraphKernel
 
     torch.manual_seed(2)
     net = ShiftAwareCalibrator(
@@ -140,7 +140,7 @@ def test_numpy_kernel_equals_torch_forward(n_rows: int) -> None:
 
 
 def test_automatic_graphs_per_step() -> None:
-    from adaptable.method.calibrator import automatic_graphs_per_step
+    from adaptable.core.calibrator import automatic_graphs_per_step
 
     assert automatic_graphs_per_step(64 * 64, 64) == 1  # up to 64 graphs: the authors' steps
     assert automatic_graphs_per_step(64 * 64 + 1, 64) == 3  # 65 graphs -> 32 steps of <= 3

@@ -7,14 +7,14 @@ import pandas as pd
 import pytest
 import torch
 
-from adaptable.datasets import Encoder
-from adaptable.method.calibrator import ShiftAwareCalibrator
-from adaptable.method.shift_trend import (
+from adaptable.core.calibrator import ShiftAwareCalibrator
+from adaptable.core.shift_trend import (
     ColumnLayout,
     correlation_adjacency,
     normalized_adjacency,
     shift_trend,
 )
+from adaptable.encoding import Encoder
 
 
 @pytest.fixture()

@@ -12,7 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from adaptable import AdapTable, datasets
-from adaptable.method import TestTimeMethod
+from adaptable.core import TestTimeMethod
 
 FAST = {"epochs": 2, "patience": 1}
 
