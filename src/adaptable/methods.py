@@ -3,8 +3,9 @@
 The experiment runner builds every method through it, so they are all treated alike:
 
     >>> from adaptable import methods
-    >>> methods.names()
-    ['source', 'adaptable', 'pl', 'tent', 'ttt++', 'eata', 'sar', 'lame', 'em', 'bbse']
+    >>> methods.names()  # doctest: +NORMALIZE_WHITESPACE
+    ['source', 'adaptable', 'pl', 'tent', 'ttt++', 'eata', 'sar', 'lame', 'em', 'bbse', 'ftat',
+     'fth', 'ogd', 'flh_ftl']
     >>> method = methods.create("tent", lr=1e-4)  # doctest: +SKIP
     >>> method.fit(source_model, X_train, y_train, X_valid, y_valid)  # doctest: +SKIP
 
@@ -31,14 +32,20 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "lame": ("adaptable.baselines.lame", "LAME"),
     "em": ("adaptable.baselines.em", "EMPriorAdjustment"),
     "bbse": ("adaptable.baselines.bbse", "BBSE"),
+    "ftat": ("adaptable.baselines.ftat", "FTAT"),
+    "fth": ("adaptable.baselines.online_label_shift", "FollowTheHistory"),
+    "ogd": ("adaptable.baselines.online_label_shift", "OnlineGradientDescent"),
+    "flh_ftl": ("adaptable.baselines.online_label_shift", "FLHFTL"),
 }
 
-#: methods that update model parameters and therefore need a torch source model
+#: methods that update model parameters and therefore need a torch source model; ``ftat`` does
+#: too by default, but ``ftat[ensemble=false]`` works with any model, so it is not listed here
 PARAMETER_UPDATING = ("pl", "tent", "ttt++", "eata", "sar")
 
 
 def names() -> list[str]:
-    """Registered method names, in the paper's table order then the label-shift classics."""
+    """Registered method names: the paper's table order, the label-shift classics, then the later
+    peers (FTAT and the online label-shift methods)."""
     return list(_REGISTRY)
 
 

@@ -7,7 +7,10 @@ registry, :func:`adaptable.methods.create`.
   (``tent``), :class:`SAR` (``sar``), :class:`EATA` (``eata``), :class:`TTTPlusPlus`
   (``ttt++``), sharing :class:`EpisodicTorchMethod`;
 - output-only: :class:`SourceOnly` (``source``), :class:`LAME` (``lame``, needs features),
-  :class:`EMPriorAdjustment` (``em``) and :class:`BBSE` (``bbse``), any model.
+  :class:`EMPriorAdjustment` (``em``) and :class:`BBSE` (``bbse``), any model;
+- later peers: :class:`FTAT` (``ftat``; torch models, or any model as ``ftat[ensemble=false]``)
+  and the online label-shift methods :class:`FollowTheHistory` (``fth``),
+  :class:`OnlineGradientDescent` (``ogd``) and :class:`FLHFTL` (``flh_ftl``), any model.
 """
 
 from adaptable.baselines.bbse import BBSE, bbse_prior, confusion_joint, confusion_soft
@@ -15,7 +18,14 @@ from adaptable.baselines.bcts import BiasCorrectedTemperature, fit_bcts
 from adaptable.baselines.eata import EATA
 from adaptable.baselines.em import EMPriorAdjustment, em_prior
 from adaptable.baselines.episodic import EpisodicTorchMethod
+from adaptable.baselines.ftat import FTAT
 from adaptable.baselines.lame import LAME, laplacian_optimisation, rbf_affinity
+from adaptable.baselines.online_label_shift import (
+    FLHFTL,
+    FollowTheHistory,
+    OnlineGradientDescent,
+    OnlineLabelShiftMethod,
+)
 from adaptable.baselines.pl import PseudoLabel
 from adaptable.baselines.prior_shift import PriorShiftMethod
 from adaptable.baselines.sar import SAR
@@ -26,11 +36,16 @@ from adaptable.baselines.tttpp import TTTPlusPlus
 __all__ = [
     "BBSE",
     "EATA",
+    "FLHFTL",
+    "FTAT",
     "LAME",
     "SAR",
     "BiasCorrectedTemperature",
     "EMPriorAdjustment",
     "EpisodicTorchMethod",
+    "FollowTheHistory",
+    "OnlineGradientDescent",
+    "OnlineLabelShiftMethod",
     "PriorShiftMethod",
     "PseudoLabel",
     "SourceOnly",
