@@ -319,6 +319,12 @@ class OnlineLabelShiftMethod(TestTimeMethod):
         self._reset_state()
 
     @property
+    def next_prior_(self) -> np.ndarray:
+        """The re-weighting vector the next round will use (after every round seen), (C,)."""
+        check_fitted(self._fitted, self.name)
+        return self._reweighting()
+
+    @property
     def state(self) -> dict[str, np.ndarray | None]:
         """``target_prior``: the vector that re-weighted the last round (the runner traces it)."""
         return {"target_prior": self.target_prior_}
