@@ -106,6 +106,10 @@ def test_neighbour_filter_by_hand():
     # Three classes: row 2's neighbourhood is split three ways.
     three = torch.tensor([0, 0, 2, 1, 1, 1])
     assert consistent_rows(x, three).tolist() == [False, False, False, False, True, True]
+    # Exactly 7 of 10 neighbours agree: kept ("at least 0.7").
+    x = torch.cat([torch.arange(10.0), 100 + torch.arange(10.0)])[:, None] / 10
+    labels = torch.tensor([0] * 7 + [1] * 3 + [1] * 10)
+    assert consistent_rows(x, labels).tolist() == [True] * 7 + [False] * 3 + [True] * 10
 
 
 def test_neighbour_filter_is_the_authors_binary_rule():
