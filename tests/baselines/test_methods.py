@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 import xgboost
+from sklearn.exceptions import NotFittedError
 
 from adaptable import methods
 from adaptable.baselines import EATA, SAR, EpisodicTorchMethod, Tent
@@ -173,7 +174,7 @@ def test_output_methods_work_with_a_gbdt(name, tiny_task):
 
 
 def test_bad_input_errors(torch_source, tiny_task):
-    with pytest.raises(RuntimeError, match="fit"):
+    with pytest.raises(NotFittedError, match="fit"):
         Tent().predict_proba(tiny_task.test.X.iloc[:4])
     method = Tent().fit(torch_source, tiny_task.train.X, tiny_task.train.y)
     with pytest.raises(ValueError, match="no rows"):

@@ -25,8 +25,8 @@ import warnings
 
 import numpy as np
 
-from adaptable.baselines._common import softmax
 from adaptable.baselines.prior_shift import PriorShiftMethod
+from adaptable.core import softmax
 
 
 def confusion_joint(predicted: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from adaptable.baselines._common import softmax_entropy
+from adaptable.baselines.common import softmax_entropy
 from adaptable.baselines.episodic import EpisodicTorchMethod
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from adaptable.baselines._common import normalize, softmax
 from adaptable.baselines.bcts import BiasCorrectedTemperature, fit_bcts
 from adaptable.baselines.prior_shift import PriorShiftMethod
+from adaptable.core import normalize, softmax
 
 
 def em_prior(

@@ -30,14 +30,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from adaptable.baselines._common import (
-    check_batch,
-    check_fitted,
-    check_labels,
-    require_torch_source_model,
-    to_numpy_proba,
-)
-from adaptable.core.interface import TestTimeMethod
+from adaptable.baselines.common import require_torch_source_model, to_numpy_proba
+from adaptable.core import TestTimeMethod
 
 
 class EpisodicTorchMethod(TestTimeMethod):
@@ -76,24 +70,23 @@ class EpisodicTorchMethod(TestTimeMethod):
         self.episodic = bool(episodic)
         self.weight_decay = float(weight_decay)
         self.seed = int(seed)
-        self._fitted = False
 
     # ----------------------------------------------------------------- public interface
-    def fit(
+    def _fit(
         self,
         model: Any,
         X_source: Any,
-        y_source: np.ndarray,
-        X_valid: Any = None,
-        y_valid: np.ndarray | None = None,
-    ) -> EpisodicTorchMethod:
+        y_source: np.ndarray | None,
+        X_valid: Any,
+        y_valid: np.ndarray | None,
+    ) -> None:
         """Copy the source module, run the method's source-side preparation, snapshot state.
 
         Args:
             model: a ``TorchSourceModel`` (``.module``, ``.prepare``); anything else raises
                 ``TypeError``.
-            X_source, y_source: labelled source rows (raw, as the model's ``prepare`` takes).
-            X_valid, y_valid: optional labelled validation rows (EATA's Fisher information).
+            X_source, y_source: source rows (raw, as the model's ``prepare`` takes) and labels.
+            X_valid, y_valid: optional validation rows (EATA's Fisher information).
         """
         require_torch_source_model(model, self.name)
         self.source_model_ = model
@@ -106,23 +99,16 @@ class EpisodicTorchMethod(TestTimeMethod):
         self.module_ = module
         self._generator = torch.Generator().manual_seed(self.seed)
         x_source = self._prepare(X_source)
-        y_source = check_labels(y_source, x_source.shape[0], "y_source", self.name)
-        x_valid = y_valid_arr = None
-        if X_valid is not None:
-            x_valid = self._prepare(X_valid)
-            if y_valid is not None:
-                y_valid_arr = check_labels(y_valid, x_valid.shape[0], "y_valid", self.name)
+        x_valid = None if X_valid is None else self._prepare(X_valid)
         with torch.no_grad():
             self.n_classes_ = int(self.module_(x_source[:1]).shape[1])
-        self._setup(x_source, y_source, x_valid, y_valid_arr)
+        self._setup(x_source, y_source, x_valid, y_valid)
         self.optimizer_ = torch.optim.AdamW(
             self._trainable_parameters(), lr=self.lr, weight_decay=self.weight_decay
         )
         self._source_state = copy.deepcopy(self.module_.state_dict())
         self._optimizer_state = copy.deepcopy(self.optimizer_.state_dict())
-        self._fitted = True
         self._reset_online_state()
-        return self
 
     def predict_proba(self, X_batch: Any) -> np.ndarray:
         """Adapt on the batch (``steps`` updates), then predict it with the adapted module.
@@ -130,8 +116,8 @@ class EpisodicTorchMethod(TestTimeMethod):
         Returns:
             float64 array (n, C), rows summing to one.
         """
-        check_fitted(self._fitted, self.name)
-        check_batch(X_batch, self.name)
+        self._check_fitted()
+        self._check_batch(X_batch)
         x = self._prepare(X_batch)
         if self.episodic:
             self._restore_source()
@@ -143,7 +129,7 @@ class EpisodicTorchMethod(TestTimeMethod):
 
     def reset(self) -> None:
         """Source weights, a fresh optimiser and the method's online state, as right after fit."""
-        check_fitted(self._fitted, self.name)
+        self._check_fitted()
         self._restore_source()
         self._reset_online_state()
 
@@ -151,7 +137,7 @@ class EpisodicTorchMethod(TestTimeMethod):
     def _setup(
         self,
         x_source: torch.Tensor,
-        y_source: np.ndarray,
+        y_source: np.ndarray | None,
         x_valid: torch.Tensor | None,
         y_valid: np.ndarray | None,
     ) -> None:

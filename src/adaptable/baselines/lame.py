@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from adaptable.baselines._common import softmax
 from adaptable.baselines.source import SourceOnly
+from adaptable.core import softmax
 
 
 class LAME(SourceOnly):
@@ -55,20 +55,18 @@ class LAME(SourceOnly):
         self.bound_lambda = float(bound_lambda)
         self.max_steps = max_steps
         self.tol = float(tol)
-        self._fitted = False
 
-    def fit(
+    def _fit(
         self,
         model: Any,
-        X_source: Any = None,
-        y_source: np.ndarray | None = None,
-        X_valid: Any = None,
-        y_valid: np.ndarray | None = None,
-    ) -> LAME:
+        X_source: Any,
+        y_source: np.ndarray | None,
+        X_valid: Any,
+        y_valid: np.ndarray | None,
+    ) -> None:
         """Keep the model's logit and feature functions; LAME needs no source data."""
         self._features = _feature_function(model)
-        super().fit(model)
-        return self
+        super()._fit(model, X_source, y_source, X_valid, y_valid)
 
     def predict_proba(self, X_batch: Any) -> np.ndarray:
         """LAME assignments of the batch's rows, float64 (n, C), rows summing to one."""

@@ -25,7 +25,7 @@ import math
 
 import torch
 
-from adaptable.baselines._common import softmax_entropy
+from adaptable.baselines.common import softmax_entropy
 from adaptable.baselines.episodic import EpisodicTorchMethod
 
 

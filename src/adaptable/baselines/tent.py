@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from adaptable.baselines._common import softmax_entropy
+from adaptable.baselines.common import softmax_entropy
 from adaptable.baselines.episodic import EpisodicTorchMethod
 
 

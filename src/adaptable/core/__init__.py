@@ -1,40 +1,54 @@
-"""AdapTable itself: the shift-aware calibrator, the label distribution handler, the estimator,
-and the adapter that turns any model (torch, predict_proba, callable) into logits.
+"""AdapTable itself, the interface every test-time method shares, and the model adapter.
+
+- ``adaptable.py``: the whole method in the order of the paper (source statistics and shift
+  trend, the shift-aware calibrator, post-training, the label distribution handler, the
+  :class:`AdapTable` estimator), with a table mapping each step of Algorithm 1 to a function;
+- ``kernel.py``: the complete-graph calibrator as a numpy kernel for test-time inference;
+- ``calibrators.py``: the ablation calibrators (none, Platt, isotonic, oracle);
+- ``serialization.py``: save / load (safetensors, checked on load);
+- ``interface.py``: :class:`TestTimeMethod`, labels handled once for every method;
+- ``model_adapter.py``: any model (torch, predict_proba, callable) -> logits;
+- ``probability.py``: the package's one softmax and norm;
+- ``parameters.py``: constructor-parameter constraints.
 
 >>> from adaptable.core import AdapTable, smooth, source_prior
 """
 
-from adaptable.core.alternative_calibrators import (
+from adaptable.core.adaptable import (
+    CALIBRATORS,
+    AdapTable,
+    AdapTableState,
+    BatchResult,
+    ColumnLayout,
     GraphCalibrator,
+    OnlinePrior,
+    PostTrainingReport,
+    ShiftAwareCalibrator,
+    ShiftTrendInput,
+    SourceStatistics,
+    adjust_batch,
+    calibration_loss,
+    debiased_estimate,
+    final_mixture,
+    focal_loss,
+    imbalance_temperature,
+    post_train,
+    recalibration_temperatures,
+    smooth,
+    source_prior,
+    uncertainty,
+)
+from adaptable.core.calibrators import (
     IsotonicCalibrator,
     NoCalibrator,
     OracleCalibratorUsingTestLabels,
     PlattCalibrator,
 )
-from adaptable.core.calibrator import (
-    PostTrainingReport,
-    ShiftAwareCalibrator,
-    calibration_loss,
-    focal_loss,
-    post_train,
-)
-from adaptable.core.estimator import CALIBRATORS, AdapTable, AdapTableState
 from adaptable.core.interface import TestTimeMethod
-from adaptable.core.label_handler import (
-    BatchResult,
-    OnlinePrior,
-    adjust_batch,
-    debiased_estimate,
-    final_mixture,
-    imbalance_temperature,
-    recalibration_temperatures,
-    smooth,
-    softmax,
-    source_prior,
-    uncertainty,
-)
-from adaptable.core.model_adapter import as_logit_function
-from adaptable.core.shift_trend import ColumnLayout, ShiftTrendInput, shift_trend
+from adaptable.core.kernel import CompleteGraphKernel
+from adaptable.core.model_adapter import LogitFunction, as_logit_function
+from adaptable.core.parameters import InvalidParameterError
+from adaptable.core.probability import normalize, softmax
 
 __all__ = [
     "CALIBRATORS",
@@ -42,8 +56,11 @@ __all__ = [
     "AdapTableState",
     "BatchResult",
     "ColumnLayout",
+    "CompleteGraphKernel",
     "GraphCalibrator",
+    "InvalidParameterError",
     "IsotonicCalibrator",
+    "LogitFunction",
     "NoCalibrator",
     "OnlinePrior",
     "OracleCalibratorUsingTestLabels",
@@ -51,6 +68,7 @@ __all__ = [
     "PostTrainingReport",
     "ShiftAwareCalibrator",
     "ShiftTrendInput",
+    "SourceStatistics",
     "TestTimeMethod",
     "adjust_batch",
     "as_logit_function",
@@ -59,9 +77,9 @@ __all__ = [
     "final_mixture",
     "focal_loss",
     "imbalance_temperature",
+    "normalize",
     "post_train",
     "recalibration_temperatures",
-    "shift_trend",
     "smooth",
     "softmax",
     "source_prior",
