@@ -65,11 +65,11 @@ class EpisodicTorchMethod(TestTimeMethod):
             raise ValueError(f"steps must be a non-negative integer; got {steps!r}")
         if not (isinstance(weight_decay, int | float) and weight_decay >= 0):
             raise ValueError(f"weight_decay must be >= 0; got {weight_decay!r}")
-        self.lr = float(lr)
+        self.lr = lr
         self.steps = steps
-        self.episodic = bool(episodic)
-        self.weight_decay = float(weight_decay)
-        self.seed = int(seed)
+        self.episodic = episodic
+        self.weight_decay = weight_decay
+        self.seed = seed
 
     # ----------------------------------------------------------------- public interface
     def _fit(

@@ -52,9 +52,9 @@ class LAME(SourceOnly):
         if not (isinstance(max_steps, int) and max_steps >= 1):
             raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}")
         self.knn = knn
-        self.bound_lambda = float(bound_lambda)
+        self.bound_lambda = bound_lambda
         self.max_steps = max_steps
-        self.tol = float(tol)
+        self.tol = tol
 
     def _fit(
         self,

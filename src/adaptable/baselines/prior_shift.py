@@ -40,7 +40,7 @@ class PriorShiftMethod(TestTimeMethod):
     def __init__(self, *, alpha: float = 0.1) -> None:
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha must lie in [0, 1]; got {alpha!r}")
-        self.alpha = float(alpha)
+        self.alpha = alpha
 
     def _fit(
         self,
