@@ -11,77 +11,67 @@
 - ``probability.py``: the package's one softmax and norm;
 - ``parameters.py``: constructor-parameter constraints.
 
+Names are loaded on first use, so that ``from adaptable.core import softmax`` (the experiment
+machinery, spawned workers) does not import torch or scikit-learn.
+
 >>> from adaptable.core import AdapTable, smooth, source_prior
 """
 
-from adaptable.core.adaptable import (
-    CALIBRATORS,
-    AdapTable,
-    AdapTableState,
-    BatchResult,
-    ColumnLayout,
-    GraphCalibrator,
-    OnlinePrior,
-    PostTrainingReport,
-    ShiftAwareCalibrator,
-    ShiftTrendInput,
-    SourceStatistics,
-    adjust_batch,
-    calibration_loss,
-    debiased_estimate,
-    final_mixture,
-    focal_loss,
-    imbalance_temperature,
-    post_train,
-    recalibration_temperatures,
-    smooth,
-    source_prior,
-    uncertainty,
-)
-from adaptable.core.calibrators import (
-    IsotonicCalibrator,
-    NoCalibrator,
-    OracleCalibratorUsingTestLabels,
-    PlattCalibrator,
-)
-from adaptable.core.interface import TestTimeMethod
-from adaptable.core.kernel import CompleteGraphKernel
-from adaptable.core.model_adapter import LogitFunction, as_logit_function
-from adaptable.core.parameters import InvalidParameterError
-from adaptable.core.probability import normalize, softmax
+from __future__ import annotations
 
-__all__ = [
-    "CALIBRATORS",
-    "AdapTable",
-    "AdapTableState",
-    "BatchResult",
-    "ColumnLayout",
-    "CompleteGraphKernel",
-    "GraphCalibrator",
-    "InvalidParameterError",
-    "IsotonicCalibrator",
-    "LogitFunction",
-    "NoCalibrator",
-    "OnlinePrior",
-    "OracleCalibratorUsingTestLabels",
-    "PlattCalibrator",
-    "PostTrainingReport",
-    "ShiftAwareCalibrator",
-    "ShiftTrendInput",
-    "SourceStatistics",
-    "TestTimeMethod",
-    "adjust_batch",
-    "as_logit_function",
-    "calibration_loss",
-    "debiased_estimate",
-    "final_mixture",
-    "focal_loss",
-    "imbalance_temperature",
-    "normalize",
-    "post_train",
-    "recalibration_temperatures",
-    "smooth",
-    "softmax",
-    "source_prior",
-    "uncertainty",
-]
+import importlib
+from typing import Any
+
+#: public name -> the submodule that defines it
+_EXPORTS = {
+    "adaptable": (
+        "CALIBRATORS",
+        "AdapTable",
+        "AdapTableState",
+        "BatchResult",
+        "ColumnLayout",
+        "GraphCalibrator",
+        "OnlinePrior",
+        "PostTrainingReport",
+        "ShiftAwareCalibrator",
+        "ShiftTrendInput",
+        "SourceStatistics",
+        "adjust_batch",
+        "calibration_loss",
+        "debiased_estimate",
+        "final_mixture",
+        "focal_loss",
+        "imbalance_temperature",
+        "post_train",
+        "recalibration_temperatures",
+        "smooth",
+        "source_prior",
+        "uncertainty",
+    ),
+    "calibrators": (
+        "IsotonicCalibrator",
+        "NoCalibrator",
+        "OracleCalibratorUsingTestLabels",
+        "PlattCalibrator",
+    ),
+    "interface": ("TestTimeMethod",),
+    "kernel": ("CompleteGraphKernel",),
+    "model_adapter": ("LogitFunction", "as_logit_function"),
+    "parameters": ("InvalidParameterError",),
+    "probability": ("normalize", "softmax"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module 'adaptable.core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"adaptable.core.{_MODULE_OF[name]}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -13,9 +13,9 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.spatial.distance import jensenshannon
-from sklearn import metrics as sk_metrics
-from sklearn.utils import check_consistent_length, column_or_1d
+
+# scipy and scikit-learn are imported where they are used: importing the experiment runner (the
+# CLI, every spawned worker) stays fast.
 
 #: bins of the expected calibration error and of the reliability diagrams (Guo et al. 2017 use 15)
 ECE_BINS = 15
@@ -23,6 +23,8 @@ ECE_BINS = 15
 
 def _check_labels(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two label vectors of one length, at least one label each."""
+    from sklearn.utils import check_consistent_length, column_or_1d
+
     y_true, y_pred = column_or_1d(y_true), column_or_1d(y_pred)
     check_consistent_length(y_true, y_pred)
     if y_true.size == 0:
@@ -41,11 +43,13 @@ def _check_proba(proba: np.ndarray, n: int | None = None) -> np.ndarray:
 
 def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.ndarray:
     """Counts ``[true, predicted]`` of the classes 0..C-1, shape (C, C)."""
+    from sklearn.metrics import confusion_matrix
+
     y_true, y_pred = _check_labels(y_true, y_pred)
     labels = np.concatenate([y_true, y_pred])
     if labels.min() < 0 or labels.max() >= n_classes:
         raise ValueError(f"labels must lie in 0..{n_classes - 1}")
-    return sk_metrics.confusion_matrix(y_true, y_pred, labels=np.arange(n_classes))
+    return confusion_matrix(y_true, y_pred, labels=np.arange(n_classes))
 
 
 def macro_f1(y_true: np.ndarray, y_pred: np.ndarray) -> float:
@@ -54,25 +58,31 @@ def macro_f1(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     Classes that occur in neither ``y_true`` nor ``y_pred`` are left out; a class that is
     predicted but absent, or present but never predicted, scores 0.
     """
+    from sklearn.metrics import f1_score
+
     y_true, y_pred = _check_labels(y_true, y_pred)
-    return float(sk_metrics.f1_score(y_true, y_pred, average="macro", zero_division=0.0))
+    return float(f1_score(y_true, y_pred, average="macro", zero_division=0.0))
 
 
 def balanced_accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     """Mean recall over the classes present in ``y_true`` (scikit-learn's)."""
+    from sklearn.metrics import balanced_accuracy_score
+
     y_true, y_pred = _check_labels(y_true, y_pred)
     with warnings.catch_warnings():
         # A stream without some class still has predictions of it: by definition, the mean
         # runs over the classes present, which is what scikit-learn computes after warning.
         warnings.filterwarnings("ignore", message="y_pred contains classes not in y_true")
         warnings.filterwarnings("ignore", message="A single label was found")
-        return float(sk_metrics.balanced_accuracy_score(y_true, y_pred))
+        return float(balanced_accuracy_score(y_true, y_pred))
 
 
 def accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     """Fraction of rows predicted correctly."""
+    from sklearn.metrics import accuracy_score
+
     y_true, y_pred = _check_labels(y_true, y_pred)
-    return float(sk_metrics.accuracy_score(y_true, y_pred))
+    return float(accuracy_score(y_true, y_pred))
 
 
 def reliability_bins(
@@ -137,6 +147,8 @@ def js_divergence(p: np.ndarray, q: np.ndarray) -> float:
         raise ValueError(
             f"expected two distributions of the same shape (C,); got {p.shape}, {q.shape}"
         )
+    from scipy.spatial.distance import jensenshannon
+
     if not (np.all(np.isfinite(p)) and np.all(np.isfinite(q))) or min(p.min(), q.min()) < 0:
         raise ValueError("expected non-negative, finite weights")
     with np.errstate(invalid="ignore"):

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from adaptable.core import softmax
+from adaptable.core.probability import softmax
 from adaptable.experiments.runner import Components
 
 #: how many source models each process trained, by (dataset, model, seed); tests read it
