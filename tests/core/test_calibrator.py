@@ -84,6 +84,10 @@ def _source(n: int, seed: int):
     return ShiftTrendInput(numeric, index), logits, y
 
 
+#: the paper's post-training settings (AdapTable's defaults)
+PAPER = {"lr": 1e-3, "weight_decay": 5e-3, "gamma": 2.0, "cal_weight": 0.1}
+
+
 def _train(seed: int):
     torch.manual_seed(seed)
     net = ShiftAwareCalibrator(n_numeric=3, block_sizes=[3], n_classes=2, width=16)
@@ -95,6 +99,7 @@ def _train(seed: int):
         epochs=6,
         patience=3,
         seed=seed,
+        **PAPER,
     )
     return net, report
 
@@ -110,7 +115,7 @@ def test_post_training_is_deterministic_and_keeps_the_best_network() -> None:
     valid = _source(64, 1)
     graphs = Rows.from_arrays(*valid).pack(16)
     with torch.no_grad():
-        loss = float(calibrator_loss(net_a, graphs, torch.tensor([0.5, 0.5])))
+        loss = float(calibrator_loss(net_a, graphs, torch.tensor([0.5, 0.5]), 2.0, 0.1))
     assert loss == pytest.approx(report_a.valid_losses[best], rel=1e-5)
 
 

@@ -156,6 +156,10 @@ def test_post_training_restores_the_best_network_when_validation_loss_rises() ->
         epochs=6,
         patience=6,
         seed=0,
+        lr=1e-3,
+        weight_decay=5e-3,
+        gamma=2.0,
+        cal_weight=0.1,
     )
     losses = report.valid_losses
     assert len(losses) == 6 and report.best_epoch == 0
@@ -163,7 +167,11 @@ def test_post_training_restores_the_best_network_when_validation_loss_rises() ->
     with torch.no_grad():
         kept = float(
             calibrator_loss(
-                net, Rows.from_arrays(*valid).pack(16), torch.as_tensor(class_weights([0.5, 0.5]))
+                net,
+                Rows.from_arrays(*valid).pack(16),
+                torch.as_tensor(class_weights([0.5, 0.5])),
+                gamma=2.0,
+                cal_weight=0.1,
             )
         )
     assert kept == pytest.approx(losses[0], rel=1e-5)

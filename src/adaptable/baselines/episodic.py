@@ -32,14 +32,15 @@ from torch import nn
 
 from adaptable.baselines.common import require_torch_source_model, to_numpy_proba
 from adaptable.core import TestTimeMethod
+from adaptable.core.interface import SourceData
 
 
 class EpisodicTorchMethod(TestTimeMethod):
     """Base class of the baselines that update the torch module at test time.
 
     Args:
-        lr: AdamW learning rate.
-        steps: adaptation steps per test batch.
+        lr: AdamW learning rate (default: the paper's PL and TENT setting, 1e-4).
+        steps: adaptation steps per test batch (default: PL's and TENT's, 1).
         episodic: restore model and optimiser before every batch (the paper's setting).
         weight_decay: AdamW weight decay (torch's default 0.01, as the authors' code uses).
         seed: seed of the method's own random draws (masks, subsets); makes runs repeatable.
@@ -53,8 +54,8 @@ class EpisodicTorchMethod(TestTimeMethod):
     def __init__(
         self,
         *,
-        lr: float,
-        steps: int,
+        lr: float = 1e-4,
+        steps: int = 1,
         episodic: bool = True,
         weight_decay: float = 0.01,
         seed: int = 0,
@@ -72,21 +73,14 @@ class EpisodicTorchMethod(TestTimeMethod):
         self.seed = seed
 
     # ----------------------------------------------------------------- public interface
-    def _fit(
-        self,
-        model: Any,
-        X_source: Any,
-        y_source: np.ndarray | None,
-        X_valid: Any,
-        y_valid: np.ndarray | None,
-    ) -> None:
+    def _fit(self, model: Any, source: SourceData) -> None:
         """Copy the source module, run the method's source-side preparation, snapshot state.
 
         Args:
             model: a ``TorchSourceModel`` (``.module``, ``.prepare``); anything else raises
                 ``TypeError``.
-            X_source, y_source: source rows (raw, as the model's ``prepare`` takes) and labels.
-            X_valid, y_valid: optional validation rows (EATA's Fisher information).
+            source: the source rows (raw, as the model's ``prepare`` takes; required) and
+                labels; optional validation rows (EATA's Fisher information).
         """
         require_torch_source_model(model, self.name)
         self.source_model_ = model
@@ -98,11 +92,13 @@ class EpisodicTorchMethod(TestTimeMethod):
             parameter.requires_grad_(True)
         self.module_ = module
         self._generator = torch.Generator().manual_seed(self.seed)
-        x_source = self._prepare(X_source)
-        x_valid = None if X_valid is None else self._prepare(X_valid)
+        if source.X is None:
+            raise ValueError(f"{self.name}: fit needs the source rows X_source.")
+        x_source = self._prepare(source.X)
+        x_valid = None if source.X_valid is None else self._prepare(source.X_valid)
         with torch.no_grad():
             self.n_classes_ = int(self.module_(x_source[:1]).shape[1])
-        self._setup(x_source, y_source, x_valid, y_valid)
+        self._setup(x_source, source.y, x_valid, source.y_valid)
         self.optimizer_ = torch.optim.AdamW(
             self._trainable_parameters(), lr=self.lr, weight_decay=self.weight_decay
         )

@@ -20,6 +20,7 @@ import torch
 
 from adaptable.baselines.source import SourceOnly
 from adaptable.core import softmax
+from adaptable.core.interface import SourceData
 
 
 class LAME(SourceOnly):
@@ -56,17 +57,10 @@ class LAME(SourceOnly):
         self.max_steps = max_steps
         self.tol = tol
 
-    def _fit(
-        self,
-        model: Any,
-        X_source: Any,
-        y_source: np.ndarray | None,
-        X_valid: Any,
-        y_valid: np.ndarray | None,
-    ) -> None:
+    def _fit(self, model: Any, source: SourceData) -> None:
         """Keep the model's logit and feature functions; LAME needs no source data."""
         self._features = _feature_function(model)
-        super()._fit(model, X_source, y_source, X_valid, y_valid)
+        super()._fit(model, source)
 
     def predict_proba(self, X_batch: Any) -> np.ndarray:
         """LAME assignments of the batch's rows, float64 (n, C), rows summing to one."""

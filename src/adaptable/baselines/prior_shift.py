@@ -22,6 +22,7 @@ from adaptable.core import (
     normalize,
     source_prior,
 )
+from adaptable.core.interface import SourceData
 
 
 class PriorShiftMethod(TestTimeMethod):
@@ -42,30 +43,23 @@ class PriorShiftMethod(TestTimeMethod):
             raise ValueError(f"alpha must lie in [0, 1]; got {alpha!r}")
         self.alpha = alpha
 
-    def _fit(
-        self,
-        model: Any,
-        X_source: Any,
-        y_source: np.ndarray | None,
-        X_valid: Any,
-        y_valid: np.ndarray | None,
-    ) -> None:
+    def _fit(self, model: Any, source: SourceData) -> None:
         """Fit the method's output map and estimator on the validation split.
 
         Raises:
             ValueError: no validation split (both EM's calibration and BBSE's confusion matrix
                 are fitted on held-out labelled rows).
         """
-        if X_valid is None or y_valid is None:
+        if source.X_valid is None or source.y_valid is None:
             raise ValueError(
                 f"{self.name}: needs the validation split (X_valid, y_valid) to fit its "
                 "estimator on held-out labelled rows; got none"
             )
         self._logits = as_logit_function(model)
-        valid_logits = self._logits(X_valid)
+        valid_logits = self._logits(source.X_valid)
         self.n_classes_ = valid_logits.shape[1]
-        self.source_prior_ = source_prior(y_source, y_valid, n_classes=self.n_classes_)
-        self._fit_estimator(valid_logits, y_valid)
+        self.source_prior_ = source_prior(source.y, source.y_valid, n_classes=self.n_classes_)
+        self._fit_estimator(valid_logits, source.y_valid)
         self._start_stream()
 
     def predict_proba(self, X_batch: Any) -> np.ndarray:

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from adaptable.core import TestTimeMethod, as_logit_function, softmax
+from adaptable.core.interface import SourceData
 
 
 class SourceOnly(TestTimeMethod):
@@ -23,26 +24,8 @@ class SourceOnly(TestTimeMethod):
 
     name = "source"
 
-    def fit(
-        self,
-        model: Any,
-        X_source: Any = None,
-        y_source: Any = None,
-        X_valid: Any = None,
-        y_valid: Any = None,
-    ) -> SourceOnly:
-        """Keep the model's logit function; source data are optional (their labels name
-        ``classes_``)."""
-        return super().fit(model, X_source, y_source, X_valid, y_valid)
-
-    def _fit(
-        self,
-        model: Any,
-        X_source: Any,
-        y_source: np.ndarray | None,
-        X_valid: Any,
-        y_valid: np.ndarray | None,
-    ) -> None:
+    def _fit(self, model: Any, source: SourceData) -> None:
+        """Keep the model's logit function; source data are optional (labels name classes_)."""
         self._logits = as_logit_function(model)
 
     def predict_proba(self, X_batch: Any) -> np.ndarray:

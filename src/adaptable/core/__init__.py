@@ -54,7 +54,7 @@ _EXPORTS = {
         "OracleCalibratorUsingTestLabels",
         "PlattCalibrator",
     ),
-    "interface": ("TestTimeMethod",),
+    "interface": ("SourceData", "TestTimeMethod"),
     "kernel": ("CompleteGraphKernel",),
     "model_adapter": ("LogitFunction", "as_logit_function"),
     "parameters": ("InvalidParameterError",),

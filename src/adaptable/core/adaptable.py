@@ -75,7 +75,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from adaptable.core.calibrators import ABLATION_CALIBRATORS, Calibrator
-from adaptable.core.interface import TestTimeMethod
+from adaptable.core.interface import SourceData, TestTimeMethod
 from adaptable.core.kernel import CompleteGraphKernel
 from adaptable.core.model_adapter import OUTPUTS, as_logit_function
 from adaptable.core.parameters import (
@@ -623,8 +623,8 @@ def calibrator_loss(
     net: ShiftAwareCalibrator,
     graphs: Graphs,
     class_weights: torch.Tensor,
-    gamma: float = 2.0,
-    cal_weight: float = 0.1,
+    gamma: float,
+    cal_weight: float,
 ) -> torch.Tensor:
     """L_FL + cal_weight * L_CAL on logits / T_i, averaged over real rows."""
     temperature = net(graphs.numeric, graphs.category_index, graphs.logits, graphs.mask)
@@ -659,12 +659,12 @@ def post_train(
     valid: tuple[ShiftTrendInput, np.ndarray, np.ndarray] | None,
     *,
     class_weights: np.ndarray,
-    epochs: int = 50,
-    patience: int = 20,
-    lr: float = 1e-3,
-    weight_decay: float = 5e-3,
-    gamma: float = 2.0,
-    cal_weight: float = 0.1,
+    epochs: int,
+    patience: int,
+    lr: float,
+    weight_decay: float,
+    gamma: float,
+    cal_weight: float,
     graphs_per_step: int | None = None,
     seed: int = 0,
     progress: Progress | None = None,
@@ -672,7 +672,9 @@ def post_train(
     """Post-train g_phi on source data with the source model frozen (its logits precomputed).
 
     Adam, cosine schedule over ``epochs``, early stopping with ``patience`` on the validation
-    loss, and the best-validation network restored at the end.
+    loss, and the best-validation network restored at the end. The settings have no defaults
+    here: :class:`AdapTable`'s constructor holds the paper's (50 epochs, patience 20, lr 1e-3,
+    weight decay 5e-3, gamma 2, lambda_CAL 0.1).
 
     Args:
         net: the calibrator, trained in place.
@@ -1231,90 +1233,63 @@ class AdapTable(TestTimeMethod):
             )
 
     # ------------------------------------------------------------------ fitting (line 3; App. A)
-    def fit(
-        self,
-        model: Any,
-        X_source: Any,
-        y_source: Any,
-        X_valid: Any = None,
-        y_valid: Any = None,
-    ) -> AdapTable:
+    def _fit(self, model: Any, source: SourceData) -> None:
         """Compute p_s and T (line 3), fit the shift-trend Encoder, post-train the calibrator.
 
-        Args:
-            model: the frozen source classifier (torch module, object with ``predict_logits`` /
-                ``predict_proba``, or a callable with ``output=`` set).
-            X_source: source training rows, exactly as the model takes them (array or frame).
-            y_source: their labels (any label set), (n,).
-            X_valid, y_valid: source validation rows (early stopping, classical calibrators,
-                and p_s together with the training labels, as the authors).
+        Needs the source rows and labels; the validation rows, where given, serve early
+        stopping and the classical calibrators, and their labels count in p_s (as the authors).
         """
-        return super().fit(model, X_source, y_source, X_valid, y_valid)
-
-    def _fit(
-        self,
-        model: Any,
-        X_source: Any,
-        y_source: np.ndarray | None,
-        X_valid: Any,
-        y_valid: np.ndarray | None,
-    ) -> None:
         self._check_parameters(self.get_params(deep=False))
-        if y_source is None:
-            raise ValueError("adaptable: fit needs the source labels y_source.")
-        if (X_valid is None) != (y_valid is None):
+        if source.X is None or source.y is None:
+            raise ValueError("adaptable: fit needs the source rows X_source and labels y_source.")
+        if (source.X_valid is None) != (source.y_valid is None):
             raise ValueError("adaptable: pass X_valid and y_valid together, or neither.")
         self._logit_function = as_logit_function(model, self.output)
-        logits_source = self._logit_function(X_source)
-        self.n_classes_ = logits_source.shape[1]
-        self.source_prior_ = source_prior(y_source, y_valid, n_classes=self.n_classes_)
+        logits = self._logit_function(source.X)
+        self.n_classes_ = logits.shape[1]
+        self.source_prior_ = source_prior(source.y, source.y_valid, n_classes=self.n_classes_)
         self.temperature_ = imbalance_temperature(
             self.source_prior_, self.temperature, self.max_temperature
         )
-        logits_valid = None if X_valid is None else self._logit_function(X_valid)
+        logits_valid = None if source.X_valid is None else self._logit_function(source.X_valid)
         self.post_training_: PostTrainingReport | None = None
         self.encoder_ = self.layout_ = self.source_statistics_ = None
         if self.calibrator == GraphCalibrator.name:
-            self._calibrator = self._fit_graph_calibrator(
-                X_source, y_source, logits_source, X_valid, y_valid, logits_valid
-            )
+            self._calibrator = self._fit_graph_calibrator(source, logits, logits_valid)
         else:
-            held_out = (logits_source, y_source) if X_valid is None else (logits_valid, y_valid)
+            held_out = (
+                (logits, source.y) if logits_valid is None else (logits_valid, source.y_valid)
+            )
             self._calibrator = ABLATION_CALIBRATORS[self.calibrator]().fit(*held_out)
         self._online = OnlinePrior(self.n_classes_, self.alpha)
         self._last: tuple[BatchResult, np.ndarray] | None = None
         self._n_batches = 0
 
     def _fit_graph_calibrator(
-        self,
-        X_source: Any,
-        y_source: np.ndarray,
-        logits_source: np.ndarray,
-        X_valid: Any,
-        y_valid: np.ndarray | None,
-        logits_valid: np.ndarray | None,
+        self, source: SourceData, logits: np.ndarray, logits_valid: np.ndarray | None
     ) -> GraphCalibrator:
         """Source statistics (Eq. 1's means), then post-training g_phi (Appendix A)."""
         from adaptable.encoding import Encoder
 
-        source_frame = _as_frame(X_source)
-        fit_frame = source_frame
-        if X_valid is not None:
-            fit_frame = pd.concat([source_frame, _as_frame(X_valid)], ignore_index=True)
+        fit_frame = _as_frame(source.X)
+        if source.X_valid is not None:
+            fit_frame = pd.concat([fit_frame, _as_frame(source.X_valid)], ignore_index=True)
         # The calibrator's own Encoder (train + valid, as the authors); the model never sees it.
         self.encoder_ = Encoder(self.numerical, self.categorical).fit(
-            _encoder_input(X_source, fit_frame)
+            _encoder_input(source.X, fit_frame)
         )
         self.layout_ = ColumnLayout.from_encoder(self.encoder_)
-        encoded_source = self.encoder_.transform(X_source)
+        encoded_source = self.encoder_.transform(source.X)
         # Source means over the training rows (Eq. 1).
         self.source_statistics_ = self.layout_.source_statistics(encoded_source)
         train = (
             self.layout_.shift_input(encoded_source, self.source_statistics_),
-            logits_source,
-            y_source,
+            logits,
+            source.y,
         )
-        valid = None if X_valid is None else (self._shift_input(X_valid), logits_valid, y_valid)
+        valid = None
+        if source.X_valid is not None:
+            valid = (self._shift_input(source.X_valid), logits_valid, source.y_valid)
         seed = _seed(self.random_state)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)

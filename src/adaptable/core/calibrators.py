@@ -52,30 +52,36 @@ class Calibrator(Protocol):
         ...
 
 
-class NoCalibrator:
-    """No calibration: q = softmax(z), temperatures 1 (the ablation "AdapTable without calibrator")."""
+class _WithoutParameters:
+    """A calibrator with nothing to fit and nothing to save."""
 
-    name: ClassVar[str] = "none"
+    name: ClassVar[str]
     needs_shift_trend: ClassVar[bool] = False
     needs_labels: ClassVar[bool] = False
 
-    def fit(self, logits: np.ndarray, labels: np.ndarray) -> NoCalibrator:
+    def fit(self, logits: np.ndarray, labels: np.ndarray) -> Any:
         """Nothing to fit."""
         return self
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], n_classes: int) -> Any:
+        _check_names(arrays, set(), cls.name)
+        return cls()
+
+
+class NoCalibrator(_WithoutParameters):
+    """No calibration: q = softmax(z), temperatures 1 (the ablation "AdapTable without calibrator")."""
+
+    name: ClassVar[str] = "none"
 
     def calibrate(
         self, logits: np.ndarray, trend: ShiftTrendInput | None = None, labels: Any = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """(softmax(z), ones)."""
         return softmax(logits), np.ones(len(logits))
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        return {}
-
-    @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray], n_classes: int) -> NoCalibrator:
-        _check_names(arrays, set(), cls.name)
-        return cls()
 
 
 class PlattCalibrator:
@@ -210,7 +216,7 @@ def _isotonic_classes(n_classes: int) -> list[int]:
     return [1] if n_classes == 2 else list(range(n_classes))
 
 
-class OracleCalibratorUsingTestLabels:
+class OracleCalibratorUsingTestLabels(_WithoutParameters):
     """USES THE TEST LABELS. For the paper's oracle table only ("a perfectly calibrated model").
 
     Correctly classified rows get a sharp temperature (T_i = 0.01, margin near 1, low
@@ -220,12 +226,7 @@ class OracleCalibratorUsingTestLabels:
     """
 
     name: ClassVar[str] = "oracle_test_labels"
-    needs_shift_trend: ClassVar[bool] = False
     needs_labels: ClassVar[bool] = True
-
-    def fit(self, logits: np.ndarray, labels: np.ndarray) -> OracleCalibratorUsingTestLabels:
-        """Nothing to fit: the oracle reads the test labels."""
-        return self
 
     def calibrate(
         self, logits: np.ndarray, trend: ShiftTrendInput | None = None, labels: Any = None
@@ -240,16 +241,6 @@ class OracleCalibratorUsingTestLabels:
         correct = np.asarray(logits).argmax(axis=1) == labels
         temperatures = np.where(correct, ORACLE_SHARP, ORACLE_FLAT)
         return softmax(logits, temperatures), temperatures
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        return {}
-
-    @classmethod
-    def from_arrays(
-        cls, arrays: dict[str, np.ndarray], n_classes: int
-    ) -> OracleCalibratorUsingTestLabels:
-        _check_names(arrays, set(), cls.name)
-        return cls()
 
 
 #: the ablation calibrators by name (AdapTable adds its own "gnn")

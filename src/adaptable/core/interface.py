@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,22 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_consistent_length, column_or_1d
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import check_is_fitted
+
+
+@dataclass(frozen=True)
+class SourceData:
+    """What :meth:`TestTimeMethod.fit` was given, with the labels as codes 0..C-1.
+
+    Attributes:
+        X: source training rows, exactly as the caller passed them (``None`` if not given).
+        y: their labels as int64 codes (index into ``classes_``), or ``None``.
+        X_valid, y_valid: the same for the validation rows.
+    """
+
+    X: Any
+    y: np.ndarray | None
+    X_valid: Any = None
+    y_valid: np.ndarray | None = None
 
 
 class TestTimeMethod(BaseEstimator, ABC):
@@ -61,8 +78,8 @@ class TestTimeMethod(BaseEstimator, ABC):
     def fit(
         self,
         model: Any,
-        X_source: Any,
-        y_source: Any,
+        X_source: Any = None,
+        y_source: Any = None,
         X_valid: Any = None,
         y_valid: Any = None,
     ) -> TestTimeMethod:
@@ -73,6 +90,7 @@ class TestTimeMethod(BaseEstimator, ABC):
             X_source: source training rows, exactly as the model takes them.
             y_source: their labels, any label set (e.g. 0/1, ``'yes'`` / ``'no'``), (n,).
             X_valid, y_valid: source validation rows and labels, where the method uses them.
+            Output-only methods (``source``, ``lame``) need none of them; the others say so.
 
         Returns:
             self.
@@ -84,7 +102,7 @@ class TestTimeMethod(BaseEstimator, ABC):
         )
         if classes is not None:
             _check_model_classes(model, classes, self.name)
-        self._fit(model, X_source, codes["y_source"], X_valid, codes["y_valid"])
+        self._fit(model, SourceData(X_source, codes["y_source"], X_valid, codes["y_valid"]))
         n_classes = getattr(self, "n_classes_", None)
         if classes is not None and n_classes is not None and n_classes != len(classes):
             raise ValueError(
@@ -98,15 +116,8 @@ class TestTimeMethod(BaseEstimator, ABC):
         return self
 
     @abstractmethod
-    def _fit(
-        self,
-        model: Any,
-        X_source: Any,
-        y_source: np.ndarray | None,
-        X_valid: Any,
-        y_valid: np.ndarray | None,
-    ) -> None:
-        """Fit on integer labels 0..C-1 (int64 arrays, or None where none were given)."""
+    def _fit(self, model: Any, source: SourceData) -> None:
+        """Fit on the source data, whose labels are codes 0..C-1."""
 
     @abstractmethod
     def predict_proba(self, X_batch: Any) -> np.ndarray:
