@@ -638,7 +638,10 @@ def calibrator_loss(
 
 
 def class_weights(prior: np.ndarray) -> np.ndarray:
-    """Focal-loss alpha: inverse source class frequency, normalised to sum 1."""
+    """Focal-loss alpha: inverse source class frequency, normalised to sum 1.
+
+    Deliberate difference: the paper's L_FL has no class weights; the authors' code has these.
+    """
     inverse = 1.0 / np.asarray(prior, dtype=np.float64)
     return inverse / inverse.sum()
 
