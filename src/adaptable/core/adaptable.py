@@ -13,32 +13,32 @@ the paper and the authors' code; the code marks each with a "Deliberate differen
 Where each step lives. "Line" is the line number of Algorithm 1 (counting every line of the
 listing, Input and Parameters included); comments in the code cite the same numbers.
 
-==================  ===========================================  =================================
+==================  ===========================================  ==============================
 Paper               Step                                         Here
-==================  ===========================================  =================================
-Line 3              p_s(y): source label frequencies             :func:`source_prior`
-Line 3              T = 1.5 rho / (rho - 1 + 1e-6)               :func:`imbalance_temperature`
-Eq. 1, lines 4-6    shift trend s_u = x_u - mean_s(x_u)          :meth:`ColumnLayout.shift_input`
-                    (source means over the training rows)        :meth:`ColumnLayout.source_statistics`
-Sec. 3.2, App. A    shift trend graph, GCN, T_i = g_phi(z_i, s)  :class:`ShiftAwareCalibrator`
-App. A              focal loss L_FL                              :func:`focal_loss`
-App. A              calibration loss L_CAL                       :func:`calibration_loss`
-App. A              post-training g_phi (f frozen)               :func:`post_train`
-Line 8              p_t(y|x_i) = softmax(f(x_i))                 :func:`adjust_batch`
-Line 9              T_i = g_phi(f(x_i), s^t)                     :meth:`GraphCalibrator.calibrate`
-Lines 10-11         delta_i = 1 / margin of softmax(z_i / T_i)   :func:`uncertainty`
-Line 12             p_de_i = norm(p_i / p_s)                     :func:`debiased_estimate`
-Line 14, Eq. 5      p_t(y) = (1 - a) mean_i p_de_i + a p_oe      :func:`smooth`
-Lines 15-22, Eq. 4  T~_i from the uncertainty quantiles          :func:`recalibration_temperatures`
-Line 23             p~_i = softmax(z_i / T~_i)                   :func:`adjust_batch`
-Line 24, Eq. 3      p_bar_i = (p~_i + norm(p~_i p_t / p_s)) / 2  :func:`final_mixture`
-Line 26, Eq. 6      p_oe = (1 - a) mean_i p_bar_i + a p_oe       :class:`OnlinePrior`
-Lines 7-26          one test batch                               :func:`adjust_batch`
-Algorithm 1         fit once, then batch after batch             :class:`AdapTable`
-==================  ===========================================  =================================
+==================  ===========================================  ==============================
+Line 3              p_s(y): source label frequencies             source_prior
+Line 3              T = 1.5 rho / (rho - 1 + 1e-6)               imbalance_temperature
+Eq. 1, lines 4-6    shift trend s_u = x_u - mean_s(x_u)          ColumnLayout.shift_input
+                    (source means over the training rows)        ColumnLayout.source_statistics
+Sec. 3.2, App. A    shift trend graph, GCN, T_i = g_phi(z_i, s)  ShiftAwareCalibrator
+App. A              focal loss L_FL                              focal_loss
+App. A              calibration loss L_CAL                       calibration_loss
+App. A              post-training g_phi (f frozen)               post_train
+Line 8              p_t(y|x_i) = softmax(f(x_i))                 adjust_batch
+Line 9              T_i = g_phi(f(x_i), s^t)                     GraphCalibrator.calibrate
+Lines 10-11         delta_i = 1 / margin of softmax(z_i / T_i)   uncertainty
+Line 12             p_de_i = norm(p_i / p_s)                     debiased_estimate
+Line 14, Eq. 5      p_t(y) = (1 - a) mean_i p_de_i + a p_oe      smooth
+Lines 15-22, Eq. 4  T~_i from the uncertainty quantiles          recalibration_temperatures
+Line 23             p~_i = softmax(z_i / T~_i)                   adjust_batch
+Line 24, Eq. 3      p_bar_i = (p~_i + norm(p~_i p_t / p_s)) / 2  final_mixture
+Line 26, Eq. 6      p_oe = (1 - a) mean_i p_bar_i + a p_oe       OnlinePrior
+Lines 7-26          one test batch                               adjust_batch
+Algorithm 1         fit once, then batch after batch             AdapTable
+==================  ===========================================  ==============================
 
-Split between "calibrate" (lines 9-11: the calibrator's q_i = softmax(z_i / T_i)) and "decide"
-(lines 8, 12-26: the label distribution handler): :meth:`AdapTable._calibrate` and
+Split between "calibrate" (line 9: T_i and the calibrator's q_i = softmax(z_i / T_i)) and
+"decide" (lines 8 and 10-26: the label distribution handler): :meth:`AdapTable._calibrate` and
 :meth:`AdapTable._decide`. Elsewhere in :mod:`adaptable.core`: the numpy inference kernel of the
 complete graph (``kernel.py``), the ablation calibrators (``calibrators.py``), saving and loading
 (``serialization.py``), the model adapter (``model_adapter.py``), softmax and norm
@@ -199,7 +199,7 @@ class ColumnLayout:
         )
 
     def shift_input(self, encoded: np.ndarray, stats: SourceStatistics) -> ShiftTrendInput:
-        """Eq. 1 for a batch: its numerical shift trend and category indices, (n, width) -> input."""
+        """Eq. 1 for a batch: numerical shift trend and category indices, (n, width) -> input."""
         encoded = np.asarray(encoded)
         numeric = (encoded[:, self.numeric_columns] - stats.numeric_mean).astype(np.float32)
         index = np.full((len(encoded), self.n_categorical), self.categorical_width, np.int64)
@@ -608,7 +608,7 @@ def focal_loss(
 
 
 def calibration_loss(proba: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """L_CAL per row: (1 - q_j* + q_j**) if j* == y else (q_j* - q_j**), divided by C; (M, C) -> (M,).
+    """L_CAL per row, (M, C) -> (M,): (1 - q_j* + q_j**) if j* == y else (q_j* - q_j**), over C.
 
     Deliberate difference: divided by C, as the authors' code (the paper's L_CAL is not).
     """

@@ -73,7 +73,7 @@ class _WithoutParameters:
 
 
 class NoCalibrator(_WithoutParameters):
-    """No calibration: q = softmax(z), temperatures 1 (the ablation "AdapTable without calibrator")."""
+    """No calibration: q = softmax(z), temperatures 1 ("AdapTable without calibrator")."""
 
     name: ClassVar[str] = "none"
 
@@ -141,7 +141,7 @@ def _platt_features(logits: np.ndarray) -> np.ndarray:
 
 
 class IsotonicCalibrator:
-    """Isotonic regression of each class's probability (one-vs-rest), renormalised; no temperature."""
+    """Isotonic regression of each class's probability (one-vs-rest), renormalised; no T_i."""
 
     name: ClassVar[str] = "isotonic"
     needs_shift_trend: ClassVar[bool] = False

@@ -169,9 +169,10 @@ class TestTimeMethod(BaseEstimator, ABC):
             self.classes_[np.minimum(codes, len(self.classes_) - 1)] == y
         )
         if not np.all(known):
+            unseen = np.unique(y[~known]).tolist()[:5]
             raise ValueError(
-                f"{self.name}: {what} holds labels unseen at fit {np.unique(y[~known]).tolist()[:5]}"
-                f"; the classes are {self.classes_.tolist()[:10]}."
+                f"{self.name}: {what} holds labels unseen at fit {unseen}; the classes are "
+                f"{self.classes_.tolist()[:10]}."
             )
         return codes.astype(np.int64)
 

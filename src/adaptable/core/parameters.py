@@ -15,11 +15,12 @@ scikit-learn's if it ever becomes public is a one-line change.
 
 Example:
     >>> from numbers import Real
-    >>> validate_parameters({"alpha": [Interval(Real, 0, 1, closed="both")]}, {"alpha": "abc"},
-    ...                     "AdapTable")
-    Traceback (most recent call last):
-    ...
-    adaptable.core.parameters.InvalidParameterError: The 'alpha' parameter of AdapTable must be a finite real number in [0, 1]; got 'abc'.
+    >>> constraints = {"alpha": [Interval(Real, 0, 1, closed="both")]}
+    >>> try:
+    ...     validate_parameters(constraints, {"alpha": "abc"}, "AdapTable")
+    ... except InvalidParameterError as err:
+    ...     print(err)
+    The 'alpha' parameter of AdapTable must be a finite real number in [0, 1]; got 'abc'.
 """
 
 from __future__ import annotations

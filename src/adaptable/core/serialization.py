@@ -86,7 +86,7 @@ def _saved_params(method: AdapTable) -> dict[str, Any]:
 def load(
     cls: type[AdapTable], path: str | os.PathLike[str], model: Any = None, output: str | None = None
 ) -> AdapTable:
-    """Rebuild an AdapTable written by :func:`save`, checking every field; see :meth:`AdapTable.load`."""
+    """Rebuild an AdapTable written by :func:`save`, checking every field (see AdapTable.load)."""
     from safetensors import safe_open
 
     name = os.fspath(path)
@@ -205,7 +205,7 @@ class _Reader:
         return classes
 
     def tensor(self, key: str, shape: tuple[int, ...]) -> np.ndarray:
-        """A float tensor of ``shape``, finite; an empty one may be absent (safetensors drops it)."""
+        """A finite tensor of ``shape``; an empty one may be absent (safetensors drops those)."""
         self.used.add(key)
         if key not in self.arrays:
             if int(np.prod(shape)) == 0:
