@@ -27,7 +27,7 @@ from adaptable import datasets
 from adaptable.core import AdapTable
 
 # Reference figures (macro-F1, balanced accuracy), MLP backbone: the paper's Table 1 and the
-# authors' code measured on this machine (docs: shared/design/method.md, section 6).
+# authors' code measured on this machine (docs/method.md, section 6).
 PAPER = {
     "heloc": {"Source": (38.2, 53.2), "AdapTable": (64.5, 65.8)},
     "hospital_readmission": {"Source": (60.2, 61.1), "AdapTable": (61.7, 61.7)},

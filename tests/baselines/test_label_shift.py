@@ -15,7 +15,7 @@ from adaptable.baselines import (
     laplacian_optimisation,
     rbf_affinity,
 )
-from adaptable.core.label_handler import softmax
+from adaptable.core import softmax
 
 SOURCE_PRIOR = [0.6, 0.3, 0.1]
 TARGET_PRIOR = np.array([0.15, 0.35, 0.5])

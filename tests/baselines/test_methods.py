@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 import xgboost
+from sklearn.exceptions import NotFittedError
 
 from adaptable import methods
 from adaptable.baselines import EATA, SAR, EpisodicTorchMethod, Tent
@@ -173,7 +174,7 @@ def test_output_methods_work_with_a_gbdt(name, tiny_task):
 
 
 def test_bad_input_errors(torch_source, tiny_task):
-    with pytest.raises(RuntimeError, match="fit"):
+    with pytest.raises(NotFittedError, match="fit"):
         Tent().predict_proba(tiny_task.test.X.iloc[:4])
     method = Tent().fit(torch_source, tiny_task.train.X, tiny_task.train.y)
     with pytest.raises(ValueError, match="no rows"):
@@ -212,3 +213,31 @@ def test_registry_maps_adaptable_to_the_method():
     except ImportError:
         pytest.skip("adaptable.AdapTable is not importable yet")
     assert methods.method_class("adaptable") is AdapTable
+
+
+@pytest.mark.parametrize("name", BASELINES)
+def test_string_labels_give_the_same_numbers_and_label_predictions(name, torch_source, tiny_task):
+    names = np.array(["no", "yes"])  # sorted, so code j is the model's column j
+    by_code = fitted(name, torch_source, tiny_task)
+    by_name = methods.create(name).fit(
+        torch_source,
+        tiny_task.train.X,
+        names[tiny_task.train.y],
+        tiny_task.valid.X,
+        names[tiny_task.valid.y],
+    )
+    assert by_name.classes_.tolist() == ["no", "yes"] and by_code.classes_.tolist() == [0, 1]
+    batch = stream(tiny_task)[0]
+    proba = by_name.predict_proba(batch)
+    np.testing.assert_array_equal(proba, by_code.predict_proba(batch))
+    by_name.reset()
+    np.testing.assert_array_equal(by_name.predict(batch), names[proba.argmax(axis=1)])
+
+
+@pytest.mark.parametrize("name", methods.names())
+def test_every_method_is_a_scikit_learn_estimator(name):
+    from sklearn.base import clone
+
+    method = methods.create(name)
+    assert repr(method).startswith(type(method).__name__)
+    assert clone(method).get_params() == method.get_params()

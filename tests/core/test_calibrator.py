@@ -6,16 +6,18 @@ import numpy as np
 import pytest
 import torch
 
-from adaptable.core.calibrator import (
+from adaptable.core.adaptable import (
+    Rows,
     ShiftAwareCalibrator,
+    ShiftTrendInput,
+    automatic_graphs_per_step,
     calibration_loss,
     calibrator_loss,
     class_weights,
     focal_loss,
-    pack,
     post_train,
 )
-from adaptable.core.shift_trend import ShiftTrendInput
+from adaptable.core.kernel import CompleteGraphKernel
 
 
 def test_focal_loss_hand_computed() -> None:
@@ -45,7 +47,7 @@ def test_forward_shapes_positive_and_padding_invariant() -> None:
         rng.normal(size=(5, 2)).astype(np.float32), rng.integers(0, 4, size=(5, 1))
     )
     logits = rng.normal(size=(5, 3))
-    graphs = pack(trend, logits, width=8, pad_index=3)
+    graphs = Rows.from_arrays(trend, logits).pack(8)
     assert graphs.numeric.shape == (1, 8, 2) and graphs.mask.sum() == 5
     t = net(graphs.numeric, graphs.category_index, graphs.logits, graphs.mask)
     assert t.shape == (1, 8) and bool((t > 0).all())
@@ -82,6 +84,10 @@ def _source(n: int, seed: int):
     return ShiftTrendInput(numeric, index), logits, y
 
 
+#: the paper's post-training settings (AdapTable's defaults)
+PAPER = {"lr": 1e-3, "weight_decay": 5e-3, "gamma": 2.0, "cal_weight": 0.1}
+
+
 def _train(seed: int):
     torch.manual_seed(seed)
     net = ShiftAwareCalibrator(n_numeric=3, block_sizes=[3], n_classes=2, width=16)
@@ -93,6 +99,7 @@ def _train(seed: int):
         epochs=6,
         patience=3,
         seed=seed,
+        **PAPER,
     )
     return net, report
 
@@ -106,16 +113,14 @@ def test_post_training_is_deterministic_and_keeps_the_best_network() -> None:
     best = int(np.argmin(report_a.valid_losses))
     assert report_a.best_epoch == best
     valid = _source(64, 1)
-    graphs = pack(valid[0], valid[1], 16, valid[2], pad_index=3)
+    graphs = Rows.from_arrays(*valid).pack(16)
     with torch.no_grad():
-        loss = float(calibrator_loss(net_a, graphs, torch.tensor([0.5, 0.5])))
+        loss = float(calibrator_loss(net_a, graphs, torch.tensor([0.5, 0.5]), 2.0, 0.1))
     assert loss == pytest.approx(report_a.valid_losses[best], rel=1e-5)
 
 
 @pytest.mark.parametrize("n_rows", [1, 5, 8, 19])
 def test_numpy_kernel_equals_torch_forward(n_rows: int) -> None:
-    from adaptable.core.calibrator import CompleteGraphKernel
-
     torch.manual_seed(2)
     net = ShiftAwareCalibrator(
         n_numeric=2,
@@ -131,7 +136,7 @@ def test_numpy_kernel_equals_torch_forward(n_rows: int) -> None:
         rng.normal(size=(n_rows, 2)).astype(np.float32), rng.integers(0, 6, size=(n_rows, 2))
     )
     logits = rng.normal(size=(n_rows, 3)) * 3
-    graphs = pack(trend, logits, width=8, pad_index=5)
+    graphs = Rows.from_arrays(trend, logits).pack(8)
     with torch.no_grad():
         expected = net(graphs.numeric, graphs.category_index, graphs.logits, graphs.mask)
     kernel = CompleteGraphKernel.from_network(net)
@@ -140,8 +145,6 @@ def test_numpy_kernel_equals_torch_forward(n_rows: int) -> None:
 
 
 def test_automatic_graphs_per_step() -> None:
-    from adaptable.core.calibrator import automatic_graphs_per_step
-
     assert automatic_graphs_per_step(64 * 64, 64) == 1  # up to 64 graphs: the authors' steps
     assert automatic_graphs_per_step(64 * 64 + 1, 64) == 3  # 65 graphs -> 32 steps of <= 3
     assert automatic_graphs_per_step(34288, 64) == 17  # Hospital Readmission: 536 graphs

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import torch
 from sklearn.compose import ColumnTransformer
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
@@ -255,7 +256,7 @@ def test_nan_and_inf_batches(synthetic, encoded, torch_mlp) -> None:
 def test_logit_shape_mismatch_and_unfitted(synthetic, fitted_raw) -> None:
     with pytest.raises(ValueError, match=r"\(n, 2\)"):
         fitted_raw.adapt_logits(np.zeros((4, 3)), synthetic.test.X.iloc[:4])
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         AdapTable().predict_proba(synthetic.test.X.iloc[:4])
 
 

@@ -8,8 +8,7 @@ import pytest
 import torch
 from sklearn.linear_model import LogisticRegression
 
-from adaptable.core import as_logit_function
-from adaptable.core.label_handler import softmax
+from adaptable.core import as_logit_function, softmax
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +88,9 @@ def test_bad_models_and_outputs() -> None:
         as_logit_function(lambda X: np.full((1, 2), np.nan), output="logits")(np.zeros((1, 1)))
 
 
-def test_string_classes_rejected(data) -> None:
+def test_string_classes_keep_the_models_column_order(data) -> None:
     X, y = data
-    model = LogisticRegression().fit(X, np.where(y == 1, "yes", "no"))
-    with pytest.raises(ValueError, match="classes_"):
-        as_logit_function(model)
+    labels = np.where(y == 1, "yes", "no")
+    model = LogisticRegression().fit(X, labels)
+    logits = as_logit_function(model)(X)
+    np.testing.assert_allclose(softmax(logits), model.predict_proba(X), rtol=1e-6)

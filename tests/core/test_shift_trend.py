@@ -7,12 +7,11 @@ import pandas as pd
 import pytest
 import torch
 
-from adaptable.core.calibrator import ShiftAwareCalibrator
-from adaptable.core.shift_trend import (
+from adaptable.core.adaptable import (
     ColumnLayout,
+    ShiftAwareCalibrator,
     correlation_adjacency,
     normalized_adjacency,
-    shift_trend,
 )
 from adaptable.encoding import Encoder
 
@@ -62,7 +61,7 @@ def test_node_features_equal_projected_dense_shift_trend(table: pd.DataFrame) ->
         .numpy()
     )
     # Eq. 1 on the whole encoded row, then each one-hot block projected by its weights.
-    dense = shift_trend(encoded, encoded.mean(axis=0))
+    dense = encoded.astype(np.float64) - encoded.mean(axis=0, dtype=np.float64)
     w = net.category_projection.detach().numpy()
     expected = np.column_stack(
         [dense[:, 0], dense[:, 1], dense[:, 2:5] @ w[:3], dense[:, 5:] @ w[3:]]

@@ -60,13 +60,53 @@ def test_js_divergence_and_mmd() -> None:
     assert far > near
 
 
+def _js_by_hand(p: np.ndarray, q: np.ndarray) -> float:
+    """The definition: mean KL of p and q to their midpoint (0 log 0 = 0), natural log."""
+    p, q = p / p.sum(), q / q.sum()
+    m = 0.5 * (p + q)
+
+    def kl(a: np.ndarray, b: np.ndarray) -> float:
+        mask = a > 0
+        return float(np.sum(a[mask] * np.log(a[mask] / b[mask])))
+
+    return 0.5 * kl(p, m) + 0.5 * kl(q, m)
+
+
+def test_js_divergence_is_the_divergence_not_scipys_distance() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        p, q = rng.dirichlet(np.ones(4)), rng.dirichlet(np.ones(4))
+        q[rng.integers(4)] = 0.0  # a zero class, as a batch without some label has
+        assert metrics.js_divergence(p, q) == pytest.approx(_js_by_hand(p, q), rel=1e-12)
+    # Unnormalised weights are normalised; equal inputs give exactly 0, never NaN.
+    assert metrics.js_divergence(np.array([2.0, 6.0]), np.array([0.25, 0.75])) == 0.0
+    p = rng.dirichlet(np.ones(7))
+    assert metrics.js_divergence(p, p * (1 + 1e-15)) == pytest.approx(0.0, abs=1e-15)
+    with pytest.raises(ValueError, match="non-negative"):
+        metrics.js_divergence(np.array([0.5, -0.5]), np.array([0.5, 0.5]))
+
+
+def test_median_distance_is_the_default_mmd_bandwidth() -> None:
+    x = np.array([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]])
+    assert metrics.median_distance(x) == pytest.approx(5.0)  # distances 5, 10, 5
+    assert metrics.median_distance(x[:1]) == 1.0 and metrics.median_distance(x[[0, 0]]) == 1.0
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(20, 3)), rng.normal(size=(30, 3)) + 1.0
+    pooled = np.vstack([a, b])
+    assert metrics.mmd_rbf(a, b) == metrics.mmd_rbf(a, b, bandwidth=metrics.median_distance(pooled))
+
+
 def test_mean_and_se() -> None:
     assert metrics.mean_and_se([1.0, 2.0, 3.0]) == pytest.approx((2.0, 1.0 / math.sqrt(3)))
     assert metrics.mean_and_se([5.0]) == (5.0, 0.0)
 
 
 def test_bad_input_says_what_was_expected() -> None:
-    with pytest.raises(ValueError, match="same shape"):
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
         metrics.macro_f1(np.array([0, 1]), np.array([0]))
+    with pytest.raises(ValueError, match="at least one label"):
+        metrics.balanced_accuracy(np.array([], dtype=int), np.array([], dtype=int))
+    with pytest.raises(ValueError, match=r"0\.\.1"):
+        metrics.confusion_matrix(np.array([0, 2]), np.array([0, 1]), 2)
     with pytest.raises(ValueError, match="shape"):
         metrics.classification_metrics(np.array([0, 1]), np.array([0.5, 0.5]))

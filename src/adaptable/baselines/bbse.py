@@ -25,8 +25,8 @@ import warnings
 
 import numpy as np
 
-from adaptable.baselines._common import softmax
 from adaptable.baselines.prior_shift import PriorShiftMethod
+from adaptable.core import softmax
 
 
 def confusion_joint(predicted: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
@@ -90,7 +90,7 @@ class BBSE(PriorShiftMethod):
 
     def __init__(self, *, alpha: float = 0.1, soft: bool = False) -> None:
         super().__init__(alpha=alpha)
-        self.soft = bool(soft)
+        self.soft = soft
 
     def _fit_estimator(self, valid_logits: np.ndarray, y_valid: np.ndarray) -> None:
         if self.soft:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from adaptable.baselines._common import softmax
+from adaptable.core import softmax
 
 
 @dataclass(frozen=True)

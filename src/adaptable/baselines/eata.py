@@ -29,7 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from adaptable.baselines._common import softmax_entropy
+from adaptable.baselines.common import softmax_entropy
 from adaptable.baselines.episodic import EpisodicTorchMethod
 
 
@@ -82,12 +82,12 @@ class EATA(EpisodicTorchMethod):
             )
         if not 0 <= probs_momentum < 1:
             raise ValueError(f"probs_momentum must lie in [0, 1); got {probs_momentum!r}")
-        self.entropy_margin = float(entropy_margin)
-        self.redundancy_margin = float(redundancy_margin)
-        self.fisher_alpha = float(fisher_alpha)
-        self.fisher_size = int(fisher_size)
-        self.fisher_batch_size = int(fisher_batch_size)
-        self.probs_momentum = float(probs_momentum)
+        self.entropy_margin = entropy_margin
+        self.redundancy_margin = redundancy_margin
+        self.fisher_alpha = fisher_alpha
+        self.fisher_size = fisher_size
+        self.fisher_batch_size = fisher_batch_size
+        self.probs_momentum = probs_momentum
 
     @property
     def margin(self) -> float:

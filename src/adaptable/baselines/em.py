@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from adaptable.baselines._common import normalize, softmax
 from adaptable.baselines.bcts import BiasCorrectedTemperature, fit_bcts
 from adaptable.baselines.prior_shift import PriorShiftMethod
+from adaptable.core import normalize, softmax
 
 
 def em_prior(
@@ -68,9 +68,9 @@ class EMPriorAdjustment(PriorShiftMethod):
         super().__init__(alpha=alpha)
         if not (isinstance(max_iter, int) and max_iter >= 1):
             raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
-        self.calibrate = bool(calibrate)
+        self.calibrate = calibrate
         self.max_iter = max_iter
-        self.tol = float(tol)
+        self.tol = tol
 
     def _fit_estimator(self, valid_logits: np.ndarray, y_valid: np.ndarray) -> None:
         #: the fitted BCTS map, or None without calibration

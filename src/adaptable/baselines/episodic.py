@@ -30,22 +30,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from adaptable.baselines._common import (
-    check_batch,
-    check_fitted,
-    check_labels,
-    require_torch_source_model,
-    to_numpy_proba,
-)
-from adaptable.core.interface import TestTimeMethod
+from adaptable.baselines.common import require_torch_source_model, to_numpy_proba
+from adaptable.core import TestTimeMethod
+from adaptable.core.interface import SourceData
 
 
 class EpisodicTorchMethod(TestTimeMethod):
     """Base class of the baselines that update the torch module at test time.
 
     Args:
-        lr: AdamW learning rate.
-        steps: adaptation steps per test batch.
+        lr: AdamW learning rate (default: the paper's PL and TENT setting, 1e-4).
+        steps: adaptation steps per test batch (default: PL's and TENT's, 1).
         episodic: restore model and optimiser before every batch (the paper's setting).
         weight_decay: AdamW weight decay (torch's default 0.01, as the authors' code uses).
         seed: seed of the method's own random draws (masks, subsets); makes runs repeatable.
@@ -59,8 +54,8 @@ class EpisodicTorchMethod(TestTimeMethod):
     def __init__(
         self,
         *,
-        lr: float,
-        steps: int,
+        lr: float = 1e-4,
+        steps: int = 1,
         episodic: bool = True,
         weight_decay: float = 0.01,
         seed: int = 0,
@@ -71,29 +66,21 @@ class EpisodicTorchMethod(TestTimeMethod):
             raise ValueError(f"steps must be a non-negative integer; got {steps!r}")
         if not (isinstance(weight_decay, int | float) and weight_decay >= 0):
             raise ValueError(f"weight_decay must be >= 0; got {weight_decay!r}")
-        self.lr = float(lr)
+        self.lr = lr
         self.steps = steps
-        self.episodic = bool(episodic)
-        self.weight_decay = float(weight_decay)
-        self.seed = int(seed)
-        self._fitted = False
+        self.episodic = episodic
+        self.weight_decay = weight_decay
+        self.seed = seed
 
     # ----------------------------------------------------------------- public interface
-    def fit(
-        self,
-        model: Any,
-        X_source: Any,
-        y_source: np.ndarray,
-        X_valid: Any = None,
-        y_valid: np.ndarray | None = None,
-    ) -> EpisodicTorchMethod:
+    def _fit(self, model: Any, source: SourceData) -> None:
         """Copy the source module, run the method's source-side preparation, snapshot state.
 
         Args:
             model: a ``TorchSourceModel`` (``.module``, ``.prepare``); anything else raises
                 ``TypeError``.
-            X_source, y_source: labelled source rows (raw, as the model's ``prepare`` takes).
-            X_valid, y_valid: optional labelled validation rows (EATA's Fisher information).
+            source: the source rows (raw, as the model's ``prepare`` takes; required) and
+                labels; optional validation rows (EATA's Fisher information).
         """
         require_torch_source_model(model, self.name)
         self.source_model_ = model
@@ -105,24 +92,19 @@ class EpisodicTorchMethod(TestTimeMethod):
             parameter.requires_grad_(True)
         self.module_ = module
         self._generator = torch.Generator().manual_seed(self.seed)
-        x_source = self._prepare(X_source)
-        y_source = check_labels(y_source, x_source.shape[0], "y_source", self.name)
-        x_valid = y_valid_arr = None
-        if X_valid is not None:
-            x_valid = self._prepare(X_valid)
-            if y_valid is not None:
-                y_valid_arr = check_labels(y_valid, x_valid.shape[0], "y_valid", self.name)
+        if source.X is None:
+            raise ValueError(f"{self.name}: fit needs the source rows X_source.")
+        x_source = self._prepare(source.X)
+        x_valid = None if source.X_valid is None else self._prepare(source.X_valid)
         with torch.no_grad():
             self.n_classes_ = int(self.module_(x_source[:1]).shape[1])
-        self._setup(x_source, y_source, x_valid, y_valid_arr)
+        self._setup(x_source, source.y, x_valid, source.y_valid)
         self.optimizer_ = torch.optim.AdamW(
             self._trainable_parameters(), lr=self.lr, weight_decay=self.weight_decay
         )
         self._source_state = copy.deepcopy(self.module_.state_dict())
         self._optimizer_state = copy.deepcopy(self.optimizer_.state_dict())
-        self._fitted = True
         self._reset_online_state()
-        return self
 
     def predict_proba(self, X_batch: Any) -> np.ndarray:
         """Adapt on the batch (``steps`` updates), then predict it with the adapted module.
@@ -130,8 +112,8 @@ class EpisodicTorchMethod(TestTimeMethod):
         Returns:
             float64 array (n, C), rows summing to one.
         """
-        check_fitted(self._fitted, self.name)
-        check_batch(X_batch, self.name)
+        self._check_fitted()
+        self._check_batch(X_batch)
         x = self._prepare(X_batch)
         if self.episodic:
             self._restore_source()
@@ -143,7 +125,7 @@ class EpisodicTorchMethod(TestTimeMethod):
 
     def reset(self) -> None:
         """Source weights, a fresh optimiser and the method's online state, as right after fit."""
-        check_fitted(self._fitted, self.name)
+        self._check_fitted()
         self._restore_source()
         self._reset_online_state()
 
@@ -151,7 +133,7 @@ class EpisodicTorchMethod(TestTimeMethod):
     def _setup(
         self,
         x_source: torch.Tensor,
-        y_source: np.ndarray,
+        y_source: np.ndarray | None,
         x_valid: torch.Tensor | None,
         y_valid: np.ndarray | None,
     ) -> None:

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from adaptable.baselines._common import softmax
 from adaptable.baselines.source import SourceOnly
+from adaptable.core import softmax
+from adaptable.core.interface import SourceData
 
 
 class LAME(SourceOnly):
@@ -52,23 +53,14 @@ class LAME(SourceOnly):
         if not (isinstance(max_steps, int) and max_steps >= 1):
             raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}")
         self.knn = knn
-        self.bound_lambda = float(bound_lambda)
+        self.bound_lambda = bound_lambda
         self.max_steps = max_steps
-        self.tol = float(tol)
-        self._fitted = False
+        self.tol = tol
 
-    def fit(
-        self,
-        model: Any,
-        X_source: Any = None,
-        y_source: np.ndarray | None = None,
-        X_valid: Any = None,
-        y_valid: np.ndarray | None = None,
-    ) -> LAME:
+    def _fit(self, model: Any, source: SourceData) -> None:
         """Keep the model's logit and feature functions; LAME needs no source data."""
         self._features = _feature_function(model)
-        super().fit(model)
-        return self
+        super()._fit(model, source)
 
     def predict_proba(self, X_batch: Any) -> np.ndarray:
         """LAME assignments of the batch's rows, float64 (n, C), rows summing to one."""

@@ -28,19 +28,6 @@ class PseudoLabel(EpisodicTorchMethod):
 
     name = "pl"
 
-    def __init__(
-        self,
-        *,
-        lr: float = 1e-4,
-        steps: int = 1,
-        episodic: bool = True,
-        weight_decay: float = 0.01,
-        seed: int = 0,
-    ) -> None:
-        super().__init__(
-            lr=lr, steps=steps, episodic=episodic, weight_decay=weight_decay, seed=seed
-        )
-
     def _adapt_step(self, x: torch.Tensor) -> None:
         logits = self.module_(x)
         pseudo_labels = logits.argmax(dim=1).detach()

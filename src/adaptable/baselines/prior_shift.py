@@ -2,7 +2,7 @@
 
 Per test batch: the method estimates the batch's label distribution, the estimate is smoothed
 online exactly as AdapTable's online target-label estimator smooths its own
-(:class:`adaptable.core.label_handler.OnlinePrior`: ``(1 - alpha) * current + alpha *
+(:class:`adaptable.core.OnlinePrior`: ``(1 - alpha) * current + alpha *
 previous``, starting uniform, alpha = 0.1), and the outputs are re-weighted by Bayes' rule for
 label shift: ``norm(p(y|x) * p_t(y) / p_s(y))``. The source prior is AdapTable's too
 (train + validation label frequencies). These methods need only the model's outputs, so they
@@ -15,15 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from adaptable.baselines._common import (
-    check_batch,
-    check_fitted,
-    check_labels,
-    logit_function,
+from adaptable.core import (
+    OnlinePrior,
+    TestTimeMethod,
+    as_logit_function,
     normalize,
+    source_prior,
 )
-from adaptable.core.interface import TestTimeMethod
-from adaptable.core.label_handler import OnlinePrior, source_prior
+from adaptable.core.interface import SourceData
 
 
 class PriorShiftMethod(TestTimeMethod):
@@ -42,46 +41,31 @@ class PriorShiftMethod(TestTimeMethod):
     def __init__(self, *, alpha: float = 0.1) -> None:
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha must lie in [0, 1]; got {alpha!r}")
-        self.alpha = float(alpha)
-        self._fitted = False
+        self.alpha = alpha
 
-    def fit(
-        self,
-        model: Any,
-        X_source: Any,
-        y_source: np.ndarray,
-        X_valid: Any = None,
-        y_valid: np.ndarray | None = None,
-    ) -> PriorShiftMethod:
+    def _fit(self, model: Any, source: SourceData) -> None:
         """Fit the method's output map and estimator on the validation split.
 
         Raises:
             ValueError: no validation split (both EM's calibration and BBSE's confusion matrix
                 are fitted on held-out labelled rows).
         """
-        if X_valid is None or y_valid is None:
+        if source.X_valid is None or source.y_valid is None:
             raise ValueError(
                 f"{self.name}: needs the validation split (X_valid, y_valid) to fit its "
                 "estimator on held-out labelled rows; got none"
             )
-        self._logits = logit_function(model)
-        valid_logits = self._logits(X_valid)
-        y_valid = check_labels(y_valid, valid_logits.shape[0], "y_valid", self.name)
-        n_classes = valid_logits.shape[1]
-        y_source_arr = None
-        if y_source is not None:
-            y_source_arr = check_labels(y_source, len(y_source), "y_source", self.name)
-        self.source_prior_ = source_prior(y_source_arr, y_valid, n_classes=n_classes)
-        self.n_classes_ = n_classes
-        self._fit_estimator(valid_logits, y_valid)
-        self._fitted = True
-        self.reset()
-        return self
+        self._logits = as_logit_function(model)
+        valid_logits = self._logits(source.X_valid)
+        self.n_classes_ = valid_logits.shape[1]
+        self.source_prior_ = source_prior(source.y, source.y_valid, n_classes=self.n_classes_)
+        self._fit_estimator(valid_logits, source.y_valid)
+        self._start_stream()
 
     def predict_proba(self, X_batch: Any) -> np.ndarray:
         """Re-weighted probabilities of the batch, (n, C), rows summing to one."""
-        check_fitted(self._fitted, self.name)
-        check_batch(X_batch, self.name)
+        self._check_fitted()
+        self._check_batch(X_batch)
         proba = self._output_proba(self._logits(X_batch))
         self.batch_prior_ = self._estimate_prior(proba)
         self.target_prior_ = self._online.update(self.batch_prior_).copy()
@@ -89,7 +73,10 @@ class PriorShiftMethod(TestTimeMethod):
 
     def reset(self) -> None:
         """Online estimate back to uniform (as AdapTable's p^oe starts)."""
-        check_fitted(self._fitted, self.name)
+        self._check_fitted()
+        self._start_stream()
+
+    def _start_stream(self) -> None:
         self._online = OnlinePrior(self.n_classes_, self.alpha)
         self.batch_prior_ = self.target_prior_ = None
 

@@ -25,7 +25,7 @@ import math
 
 import torch
 
-from adaptable.baselines._common import softmax_entropy
+from adaptable.baselines.common import softmax_entropy
 from adaptable.baselines.episodic import EpisodicTorchMethod
 
 
@@ -67,10 +67,10 @@ class SAR(EpisodicTorchMethod):
             raise ValueError(f"entropy_margin must lie in (0, 1]; got {entropy_margin!r}")
         if not 0 <= ema_momentum < 1:
             raise ValueError(f"ema_momentum must lie in [0, 1); got {ema_momentum!r}")
-        self.rho = float(rho)
-        self.entropy_margin = float(entropy_margin)
-        self.reset_threshold = float(reset_threshold)
-        self.ema_momentum = float(ema_momentum)
+        self.rho = rho
+        self.entropy_margin = entropy_margin
+        self.reset_threshold = reset_threshold
+        self.ema_momentum = ema_momentum
 
     @property
     def margin(self) -> float:

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from adaptable.baselines._common import check_batch, check_fitted, logit_function, softmax
-from adaptable.core.interface import TestTimeMethod
+from adaptable.core import TestTimeMethod, as_logit_function, softmax
+from adaptable.core.interface import SourceData
 
 
 class SourceOnly(TestTimeMethod):
@@ -24,21 +24,9 @@ class SourceOnly(TestTimeMethod):
 
     name = "source"
 
-    def __init__(self) -> None:
-        self._fitted = False
-
-    def fit(
-        self,
-        model: Any,
-        X_source: Any = None,
-        y_source: np.ndarray | None = None,
-        X_valid: Any = None,
-        y_valid: np.ndarray | None = None,
-    ) -> SourceOnly:
-        """Keep the model's logit function; source data are not used."""
-        self._logits = logit_function(model)
-        self._fitted = True
-        return self
+    def _fit(self, model: Any, source: SourceData) -> None:
+        """Keep the model's logit function; source data are optional (labels name classes_)."""
+        self._logits = as_logit_function(model)
 
     def predict_proba(self, X_batch: Any) -> np.ndarray:
         """``softmax(f(X_batch))``, float64 (n, C)."""
@@ -46,8 +34,8 @@ class SourceOnly(TestTimeMethod):
 
     def _source_proba(self, X_batch: Any) -> np.ndarray:
         """The checked source prediction; output-only methods (LAME) start from it."""
-        check_fitted(self._fitted, self.name)
-        check_batch(X_batch, self.name)
+        self._check_fitted()
+        self._check_batch(X_batch)
         return softmax(self._logits(X_batch))
 
     def reset(self) -> None:

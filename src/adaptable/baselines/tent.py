@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from adaptable.baselines._common import softmax_entropy
+from adaptable.baselines.common import softmax_entropy
 from adaptable.baselines.episodic import EpisodicTorchMethod
 
 
@@ -24,19 +24,6 @@ class Tent(EpisodicTorchMethod):
     """
 
     name = "tent"
-
-    def __init__(
-        self,
-        *,
-        lr: float = 1e-4,
-        steps: int = 1,
-        episodic: bool = True,
-        weight_decay: float = 0.01,
-        seed: int = 0,
-    ) -> None:
-        super().__init__(
-            lr=lr, steps=steps, episodic=episodic, weight_decay=weight_decay, seed=seed
-        )
 
     def _adapt_step(self, x: torch.Tensor) -> None:
         self._minimise(softmax_entropy(self.module_(x)).mean())

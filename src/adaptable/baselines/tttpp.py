@@ -85,13 +85,13 @@ class TTTPlusPlus(EpisodicTorchMethod):
             raise ValueError(
                 "head_hidden, head_epochs, head_batch_size, head_patience must be >= 1"
             )
-        self.mask_ratio = float(mask_ratio)
-        self.loss_weights = tuple(float(w) for w in loss_weights)
-        self.head_hidden = int(head_hidden)
-        self.head_epochs = int(head_epochs)
-        self.head_lr = float(head_lr)
-        self.head_batch_size = int(head_batch_size)
-        self.head_patience = int(head_patience)
+        self.mask_ratio = mask_ratio
+        self.loss_weights = loss_weights
+        self.head_hidden = head_hidden
+        self.head_epochs = head_epochs
+        self.head_lr = head_lr
+        self.head_batch_size = head_batch_size
+        self.head_patience = head_patience
         if head_max_rows is not None and head_max_rows < 1:
             raise ValueError(f"head_max_rows must be >= 1 or None; got {head_max_rows!r}")
         self.head_max_rows = head_max_rows

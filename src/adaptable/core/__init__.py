@@ -1,69 +1,77 @@
-"""AdapTable itself: the shift-aware calibrator, the label distribution handler, the estimator,
-and the adapter that turns any model (torch, predict_proba, callable) into logits.
+"""AdapTable itself, the interface every test-time method shares, and the model adapter.
+
+- ``adaptable.py``: the whole method in the order of the paper (source statistics and shift
+  trend, the shift-aware calibrator, post-training, the label distribution handler, the
+  :class:`AdapTable` estimator), with a table mapping each step of Algorithm 1 to a function;
+- ``kernel.py``: the complete-graph calibrator as a numpy kernel for test-time inference;
+- ``calibrators.py``: the ablation calibrators (none, Platt, isotonic, oracle);
+- ``serialization.py``: save / load (safetensors, checked on load);
+- ``interface.py``: :class:`TestTimeMethod`, labels handled once for every method;
+- ``model_adapter.py``: any model (torch, predict_proba, callable) -> logits;
+- ``probability.py``: the package's one softmax and norm;
+- ``parameters.py``: constructor-parameter constraints.
+
+Names are loaded on first use, so that ``from adaptable.core import softmax`` (the experiment
+machinery, spawned workers) does not import torch or scikit-learn.
 
 >>> from adaptable.core import AdapTable, smooth, source_prior
 """
 
-from adaptable.core.alternative_calibrators import (
-    GraphCalibrator,
-    IsotonicCalibrator,
-    NoCalibrator,
-    OracleCalibratorUsingTestLabels,
-    PlattCalibrator,
-)
-from adaptable.core.calibrator import (
-    PostTrainingReport,
-    ShiftAwareCalibrator,
-    calibration_loss,
-    focal_loss,
-    post_train,
-)
-from adaptable.core.estimator import CALIBRATORS, AdapTable, AdapTableState
-from adaptable.core.interface import TestTimeMethod
-from adaptable.core.label_handler import (
-    BatchResult,
-    OnlinePrior,
-    adjust_batch,
-    debiased_estimate,
-    final_mixture,
-    imbalance_temperature,
-    recalibration_temperatures,
-    smooth,
-    softmax,
-    source_prior,
-    uncertainty,
-)
-from adaptable.core.model_adapter import as_logit_function
-from adaptable.core.shift_trend import ColumnLayout, ShiftTrendInput, shift_trend
+from __future__ import annotations
 
-__all__ = [
-    "CALIBRATORS",
-    "AdapTable",
-    "AdapTableState",
-    "BatchResult",
-    "ColumnLayout",
-    "GraphCalibrator",
-    "IsotonicCalibrator",
-    "NoCalibrator",
-    "OnlinePrior",
-    "OracleCalibratorUsingTestLabels",
-    "PlattCalibrator",
-    "PostTrainingReport",
-    "ShiftAwareCalibrator",
-    "ShiftTrendInput",
-    "TestTimeMethod",
-    "adjust_batch",
-    "as_logit_function",
-    "calibration_loss",
-    "debiased_estimate",
-    "final_mixture",
-    "focal_loss",
-    "imbalance_temperature",
-    "post_train",
-    "recalibration_temperatures",
-    "shift_trend",
-    "smooth",
-    "softmax",
-    "source_prior",
-    "uncertainty",
-]
+import importlib
+from typing import Any
+
+#: public name -> the submodule that defines it
+_EXPORTS = {
+    "adaptable": (
+        "CALIBRATORS",
+        "AdapTable",
+        "AdapTableState",
+        "BatchResult",
+        "ColumnLayout",
+        "GraphCalibrator",
+        "OnlinePrior",
+        "PostTrainingReport",
+        "ShiftAwareCalibrator",
+        "ShiftTrendInput",
+        "SourceStatistics",
+        "adjust_batch",
+        "calibration_loss",
+        "debiased_estimate",
+        "final_mixture",
+        "focal_loss",
+        "imbalance_temperature",
+        "post_train",
+        "recalibration_temperatures",
+        "smooth",
+        "source_prior",
+        "uncertainty",
+    ),
+    "calibrators": (
+        "IsotonicCalibrator",
+        "NoCalibrator",
+        "OracleCalibratorUsingTestLabels",
+        "PlattCalibrator",
+    ),
+    "interface": ("SourceData", "TestTimeMethod"),
+    "kernel": ("CompleteGraphKernel",),
+    "model_adapter": ("LogitFunction", "as_logit_function"),
+    "parameters": ("InvalidParameterError",),
+    "probability": ("normalize", "softmax"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module 'adaptable.core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"adaptable.core.{_MODULE_OF[name]}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -6,43 +6,229 @@ The experiment runner treats every method alike through it:
     for X_batch in stream:
         proba = method.predict_proba(X_batch)   # adapts on this batch, advances online state
     method.reset()                              # back to the state right after fit
+
+``predict_proba`` is stateful on purpose, as in Tent: a test stream is a sequence, and each
+batch's prediction uses (and updates) what the method learnt from the batches before it. Calling
+it twice on the same batch gives two different answers; call :meth:`TestTimeMethod.reset` to
+start a stream again.
+
+Labels are handled here once for every method, as scikit-learn does: any label set (integers,
+strings such as ``'yes'`` / ``'no'``, booleans) becomes ``classes_`` (sorted), each method works on
+the codes 0..C-1, probability column j is class ``classes_[j]``, and :meth:`predict` returns the
+original labels.
+
+Example:
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from adaptable.baselines import SourceOnly
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]]); y = np.array(["no", "no", "yes", "yes"])
+    >>> method = SourceOnly().fit(LogisticRegression().fit(X, y), X, y)
+    >>> method.classes_.tolist(), method.predict(X).tolist()
+    (['no', 'yes'], ['no', 'no', 'yes', 'yes'])
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_consistent_length, column_or_1d
+from sklearn.utils.multiclass import check_classification_targets, unique_labels
+from sklearn.utils.validation import check_is_fitted
 
 
-class TestTimeMethod(ABC):
-    """Base class: fit once on source data, then adapt a stream batch by batch."""
+@dataclass(frozen=True)
+class SourceData:
+    """What :meth:`TestTimeMethod.fit` was given, with the labels as codes 0..C-1.
+
+    Attributes:
+        X: source training rows, exactly as the caller passed them (``None`` if not given).
+        y: their labels as int64 codes (index into ``classes_``), or ``None``.
+        X_valid, y_valid: the same for the validation rows.
+    """
+
+    X: Any
+    y: np.ndarray | None
+    X_valid: Any = None
+    y_valid: np.ndarray | None = None
+
+
+class TestTimeMethod(BaseEstimator, ABC):
+    """Base class: fit once on source data, then adapt a stream batch by batch.
+
+    Subclasses implement :meth:`_fit` (on integer labels 0..C-1), :meth:`predict_proba` and
+    :meth:`reset`, and keep their constructor arguments as attributes of the same names: every
+    method is a scikit-learn estimator (``get_params``, ``set_params``, ``repr``,
+    ``check_is_fitted``).
+
+    Attributes (after fit):
+        classes_: the labels of the source data, sorted, (C,); probability column j is class
+            ``classes_[j]``. ``None`` when fit got no labels at all (output-only methods accept
+            that); :meth:`predict` then returns column indices.
+    """
 
     #: registry name, e.g. "adaptable", "tent"
     name: str = "method"
     #: True when the method updates model parameters (torch backbones only)
     updates_parameters: bool = False
 
-    @abstractmethod
     def fit(
         self,
         model: Any,
-        X_source: Any,
-        y_source: np.ndarray,
+        X_source: Any = None,
+        y_source: Any = None,
         X_valid: Any = None,
-        y_valid: np.ndarray | None = None,
+        y_valid: Any = None,
     ) -> TestTimeMethod:
-        """Prepare the method on labelled source data; the source model stays as given."""
+        """Prepare the method on labelled source data; the source model stays as given.
+
+        Args:
+            model: the frozen source classifier (see each method for what it accepts).
+            X_source: source training rows, exactly as the model takes them.
+            y_source: their labels, any label set (e.g. 0/1, ``'yes'`` / ``'no'``), (n,).
+            X_valid, y_valid: source validation rows and labels, where the method uses them.
+            Output-only methods (``source``, ``lame``) need none of them; the others say so.
+
+        Returns:
+            self.
+        """
+        # A refit that fails half-way must not look fitted.
+        self.__dict__.pop("classes_", None)
+        classes, codes = _encode_labels(
+            {"y_source": (y_source, X_source), "y_valid": (y_valid, X_valid)}, self.name
+        )
+        if classes is not None:
+            _check_model_classes(model, classes, self.name)
+        self._fit(model, SourceData(X_source, codes["y_source"], X_valid, codes["y_valid"]))
+        n_classes = getattr(self, "n_classes_", None)
+        if classes is not None and n_classes is not None and n_classes != len(classes):
+            raise ValueError(
+                f"{self.name}: the model gives {n_classes} class columns but the labels hold "
+                f"{len(classes)} classes {classes.tolist()[:10]}; every class must occur in "
+                "y_source / y_valid, in the order of the model's columns (sorted labels)."
+            )
+        if classes is None and n_classes is not None:
+            classes = np.arange(n_classes)
+        self.classes_ = classes
+        return self
+
+    @abstractmethod
+    def _fit(self, model: Any, source: SourceData) -> None:
+        """Fit on the source data, whose labels are codes 0..C-1."""
 
     @abstractmethod
     def predict_proba(self, X_batch: Any) -> np.ndarray:
-        """Adapt to one test batch and return its class probabilities, shape (n, C)."""
+        """Adapt to one test batch and return its class probabilities, shape (n, C).
+
+        Stateful: advances the method's online state (see the module docstring).
+        """
 
     def predict(self, X_batch: Any) -> np.ndarray:
-        """Class indices of :meth:`predict_proba` (adapts on the batch like it)."""
-        return np.asarray(self.predict_proba(X_batch)).argmax(axis=1)
+        """Labels of :meth:`predict_proba`'s most probable class (adapts on the batch like it)."""
+        index = np.asarray(self.predict_proba(X_batch)).argmax(axis=1)
+        return index if self.classes_ is None else self.classes_[index]
 
     @abstractmethod
     def reset(self) -> None:
         """Restore the state right after :meth:`fit` (online estimates, model weights)."""
+
+    # ----------------------------------------------------------------- for subclasses
+    def _check_fitted(self) -> None:
+        """Raise ``NotFittedError`` before the first fit."""
+        check_is_fitted(
+            self,
+            "classes_",
+            msg=f"This {self.name!r} method is not fitted yet; call fit(model, X, y) first.",
+        )
+
+    def _check_batch(self, X_batch: Any) -> int:
+        """Reject a missing, empty or non-2-D batch with a message naming the method; return n."""
+        if X_batch is None:
+            raise ValueError(f"{self.name}: X_batch is None; expected a table of rows.")
+        shape = getattr(X_batch, "shape", None)
+        if shape is not None and len(shape) != 2:
+            raise ValueError(
+                f"{self.name}: X_batch must be a 2-D table (rows x columns); got "
+                f"{type(X_batch).__name__} with shape {tuple(shape)}."
+            )
+        n_rows = int(shape[0]) if shape is not None else len(X_batch)
+        if n_rows == 0:
+            raise ValueError(f"{self.name}: Empty batch: X_batch has no rows.")
+        return n_rows
+
+    def _label_codes(self, y: Any, what: str) -> np.ndarray:
+        """Original labels -> codes 0..C-1 in the order of ``classes_``."""
+        y = column_or_1d(y, warn=True)
+        if self.classes_ is None:
+            return y.astype(np.int64)
+        codes = np.searchsorted(self.classes_, y)
+        known = (codes < len(self.classes_)) & (
+            self.classes_[np.minimum(codes, len(self.classes_) - 1)] == y
+        )
+        if not np.all(known):
+            unseen = np.unique(y[~known]).tolist()[:5]
+            raise ValueError(
+                f"{self.name}: {what} holds labels unseen at fit {unseen}; the classes are "
+                f"{self.classes_.tolist()[:10]}."
+            )
+        return codes.astype(np.int64)
+
+
+def _encode_labels(
+    labels: dict[str, tuple[Any, Any]], owner: str
+) -> tuple[np.ndarray | None, dict[str, np.ndarray | None]]:
+    """Sorted classes of all given label arrays, and each array as codes 0..C-1."""
+    checked: dict[str, np.ndarray | None] = {}
+    for what, (y, X) in labels.items():
+        if y is None:
+            checked[what] = None
+            continue
+        try:
+            y = column_or_1d(y, warn=True)
+            check_classification_targets(y)
+            check_consistent_length(X, y)
+        except ValueError as err:
+            raise ValueError(f"{owner}: {what}: {err}") from err
+        checked[what] = y
+    given = [y for y in checked.values() if y is not None]
+    if not given:
+        return None, checked
+    try:
+        classes = unique_labels(*given)
+    except ValueError as err:
+        raise ValueError(f"{owner}: {err}") from err
+    if len(classes) < 2:
+        raise ValueError(
+            f"{owner}: the labels hold a single class ({classes.tolist()}); test-time adaptation "
+            "needs a classifier of at least two classes, all present in the source labels."
+        )
+    codes = {
+        what: None if y is None else np.searchsorted(classes, y).astype(np.int64)
+        for what, y in checked.items()
+    }
+    return classes, codes
+
+
+def _check_model_classes(model: Any, classes: np.ndarray, owner: str) -> None:
+    """A model that names its classes (scikit-learn's ``classes_``) must name these ones.
+
+    Its probability columns are then in the order of ``classes``. A model trained on the codes
+    0..C-1 of the same labels is accepted too.
+    """
+    model_classes = getattr(model, "classes_", None)
+    if model_classes is None:
+        return
+    model_classes = np.asarray(model_classes)
+    same = len(model_classes) == len(classes) and (
+        np.array_equal(model_classes, classes)
+        or np.array_equal(model_classes, np.arange(len(classes)))
+    )
+    if not same:
+        raise ValueError(
+            f"{owner}: the model's classes_ {model_classes.tolist()[:10]} are not the labels' "
+            f"classes {classes.tolist()[:10]}; probability column j must be class j of the "
+            "sorted labels."
+        )

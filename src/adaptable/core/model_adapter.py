@@ -1,4 +1,4 @@
-"""Turn any source classifier into a function ``X -> logits`` (docs/ARCHITECTURE.md, "method").
+"""Turn any source classifier into a function ``X -> logits`` (docs/ARCHITECTURE.md, "core").
 
 AdapTable only needs logits, so it works with any model. Detection order:
 
@@ -9,7 +9,9 @@ AdapTable only needs logits, so it works with any model. Detection order:
    LightGBM, CatBoost), otherwise log-probabilities (softmax of log p gives p back);
 4. a plain callable: say what it returns with ``output="logits"`` or ``output="proba"``.
 
-The model always receives X exactly as the caller passed it.
+The model always receives X exactly as the caller passed it. Column j of the logits is the
+model's column j; :class:`~adaptable.core.interface.TestTimeMethod` checks that a model naming
+its classes (``classes_``) names the labels' classes in that order.
 
 Example:
     >>> import numpy as np
@@ -30,7 +32,8 @@ import torch
 
 LogitFunction = Callable[[Any], np.ndarray]
 
-_OUTPUTS = ("auto", "logits", "proba")
+#: what a model gives, for ``output=``: detect, logits, or probabilities
+OUTPUTS = ("auto", "logits", "proba")
 
 
 def as_logit_function(model: Any, output: str = "auto") -> LogitFunction:
@@ -46,8 +49,8 @@ def as_logit_function(model: Any, output: str = "auto") -> LogitFunction:
         TypeError: the model is none of the supported kinds.
         ValueError: ``output`` is unknown, or a plain callable came with ``output="auto"``.
     """
-    if output not in _OUTPUTS:
-        raise ValueError(f"output must be one of {_OUTPUTS}; got {output!r}.")
+    if output not in OUTPUTS:
+        raise ValueError(f"output must be one of {OUTPUTS}; got {output!r}.")
     if isinstance(model, torch.nn.Module):
         if output == "proba":
             return _checked(lambda X: _log(_torch_call(model, X)), "torch module")
@@ -55,7 +58,6 @@ def as_logit_function(model: Any, output: str = "auto") -> LogitFunction:
     if output != "proba" and callable(getattr(model, "predict_logits", None)):
         return _checked(lambda X: _to_numpy(model.predict_logits(X)), "predict_logits")
     if callable(getattr(model, "predict_proba", None)):
-        _check_classes(model)
         margin = None if output == "proba" else _margin_function(model)
         if margin is not None:
             return _checked(margin, f"{type(model).__name__} raw margin")
@@ -128,20 +130,6 @@ def _binary_margin(margin: np.ndarray) -> np.ndarray:
     if margin.ndim == 1:
         return np.stack([np.zeros_like(margin), margin], axis=1)
     return margin
-
-
-def _check_classes(model: Any) -> None:
-    classes = getattr(model, "classes_", None)
-    if classes is None:
-        return
-    classes = np.asarray(classes)
-    if not np.issubdtype(classes.dtype, np.number) or not np.array_equal(
-        classes, np.arange(len(classes))
-    ):
-        raise ValueError(
-            "The model's classes_ must be 0..C-1 so that probability column j is class j; "
-            f"got {classes.tolist()[:10]}."
-        )
 
 
 def _to_numpy(values: Any) -> np.ndarray:

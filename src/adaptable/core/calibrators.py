@@ -1,5 +1,7 @@
-"""Calibrators that fill the same slot as g_phi: they turn logits into the calibrated
-probabilities q_i whose top-2 margin ranks the rows' uncertainty in the label handler.
+"""The ablation calibrators: they fill g_phi's slot in the paper's calibrator ablation tables.
+
+A calibrator turns logits into the calibrated probabilities q_i whose top-2 margin ranks the
+rows' uncertainty in the label distribution handler (Algorithm 1, lines 9-11).
 
 - :class:`NoCalibrator` -- q = softmax(z): the "AdapTable without calibrator" ablation.
 - :class:`PlattCalibrator`, :class:`IsotonicCalibrator` -- the classical post-hoc calibrators of
@@ -8,47 +10,78 @@ probabilities q_i whose top-2 margin ranks the rows' uncertainty in the label ha
   given. Their uncertainty is the top-2 margin of their own calibrated probabilities.
 - :class:`OracleCalibratorUsingTestLabels` -- *uses the test labels*; only for the paper's
   oracle table ("a perfectly calibrated model"), never for a real result.
-- :class:`GraphCalibrator` -- the shift-aware calibrator g_phi behind the same interface.
 
-Every calibrator returns ``(q, temperatures)``: q of shape (n, C) and the per-row temperature
-T_i of shape (n,) where the calibrator has one (NaN otherwise). Parameters are plain arrays
-(``arrays()`` / ``from_arrays``) so that saving never pickles.
+The shift-aware calibrator g_phi itself, :class:`adaptable.core.adaptable.GraphCalibrator`,
+follows the same :class:`Calibrator` protocol. Parameters are plain arrays (``arrays()`` /
+``from_arrays``) so that saving never pickles; ``from_arrays`` checks every array it is given.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
-import torch
 
-from adaptable.core.calibrator import CompleteGraphKernel, ShiftAwareCalibrator, pack
-from adaptable.core.label_handler import softmax
-from adaptable.core.shift_trend import ShiftTrendInput
+from adaptable.core.probability import softmax
+
+if TYPE_CHECKING:
+    from adaptable.core.adaptable import ShiftTrendInput
 
 #: the oracle's temperatures: sharp for correctly classified rows, flat for wrong ones
 ORACLE_SHARP, ORACLE_FLAT = 1e-2, 1e2
 
 
-class NoCalibrator:
-    """No calibration: q = softmax(z), temperatures 1 (the ablation "AdapTable without calibrator")."""
+class Calibrator(Protocol):
+    """What AdapTable asks of a calibrator (g_phi or an ablation)."""
 
-    name = "none"
-    needs_shift_trend = False
-    needs_labels = False
+    #: the value of ``AdapTable(calibrator=...)`` that selects it
+    name: ClassVar[str]
+    #: whether :meth:`calibrate` needs the batch's shift trend (g_phi)
+    needs_shift_trend: ClassVar[bool]
+    #: whether :meth:`calibrate` needs the batch's true labels (the oracle)
+    needs_labels: ClassVar[bool]
+
+    def calibrate(
+        self, logits: np.ndarray, trend: ShiftTrendInput | None = None, labels: Any = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(q, temperatures)``: q of shape (n, C); the per-row T_i, (n,), NaN where none."""
+        ...
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The fitted parameters, for saving."""
+        ...
+
+
+class _WithoutParameters:
+    """A calibrator with nothing to fit and nothing to save."""
+
+    name: ClassVar[str]
+    needs_shift_trend: ClassVar[bool] = False
+    needs_labels: ClassVar[bool] = False
+
+    def fit(self, logits: np.ndarray, labels: np.ndarray) -> Any:
+        """Nothing to fit."""
+        return self
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], n_classes: int) -> Any:
+        _check_names(arrays, set(), cls.name)
+        return cls()
+
+
+class NoCalibrator(_WithoutParameters):
+    """No calibration: q = softmax(z), temperatures 1 ("AdapTable without calibrator")."""
+
+    name: ClassVar[str] = "none"
 
     def calibrate(
         self, logits: np.ndarray, trend: ShiftTrendInput | None = None, labels: Any = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """(softmax(z), ones)."""
         return softmax(logits), np.ones(len(logits))
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        return {}
-
-    @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> NoCalibrator:
-        return cls()
 
 
 class PlattCalibrator:
@@ -58,9 +91,9 @@ class PlattCalibrator:
     Multi-class: multinomial logistic regression on the logits (matrix scaling); no temperature.
     """
 
-    name = "platt"
-    needs_shift_trend = False
-    needs_labels = False
+    name: ClassVar[str] = "platt"
+    needs_shift_trend: ClassVar[bool] = False
+    needs_labels: ClassVar[bool] = False
 
     def __init__(self, coef: np.ndarray | None = None, intercept: np.ndarray | None = None):
         self.coef = coef
@@ -93,8 +126,12 @@ class PlattCalibrator:
         return {"coef": self.coef, "intercept": self.intercept}
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> PlattCalibrator:
-        return cls(arrays["coef"], arrays["intercept"])
+    def from_arrays(cls, arrays: dict[str, np.ndarray], n_classes: int) -> PlattCalibrator:
+        _check_names(arrays, {"coef", "intercept"}, cls.name)
+        width = 1 if n_classes == 2 else n_classes
+        coef = _checked(arrays, "coef", (width, width), cls.name)
+        intercept = _checked(arrays, "intercept", (width,), cls.name)
+        return cls(coef, intercept)
 
 
 def _platt_features(logits: np.ndarray) -> np.ndarray:
@@ -104,11 +141,11 @@ def _platt_features(logits: np.ndarray) -> np.ndarray:
 
 
 class IsotonicCalibrator:
-    """Isotonic regression of each class's probability (one-vs-rest), renormalised; no temperature."""
+    """Isotonic regression of each class's probability (one-vs-rest), renormalised; no T_i."""
 
-    name = "isotonic"
-    needs_shift_trend = False
-    needs_labels = False
+    name: ClassVar[str] = "isotonic"
+    needs_shift_trend: ClassVar[bool] = False
+    needs_labels: ClassVar[bool] = False
 
     def __init__(
         self, knots_x: list[np.ndarray] | None = None, knots_y: list[np.ndarray] | None = None
@@ -121,9 +158,8 @@ class IsotonicCalibrator:
         from sklearn.isotonic import IsotonicRegression
 
         proba = softmax(logits)
-        classes = [1] if proba.shape[1] == 2 else range(proba.shape[1])
         self.knots_x, self.knots_y = [], []
-        for j in classes:
+        for j in _isotonic_classes(proba.shape[1]):
             iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
             iso.fit(proba[:, j], (np.asarray(labels) == j).astype(np.float64))
             self.knots_x.append(np.asarray(iso.X_thresholds_, dtype=np.float64))
@@ -135,10 +171,11 @@ class IsotonicCalibrator:
     ) -> tuple[np.ndarray, np.ndarray]:
         proba = softmax(logits)
         # np.interp with end values clipped is what IsotonicRegression.predict computes.
-        classes = [1] if proba.shape[1] == 2 else range(proba.shape[1])
         columns = [
             np.interp(proba[:, j], kx, ky)
-            for j, kx, ky in zip(classes, self.knots_x, self.knots_y, strict=True)
+            for j, kx, ky in zip(
+                _isotonic_classes(proba.shape[1]), self.knots_x, self.knots_y, strict=True
+            )
         ]
         if proba.shape[1] == 2:
             q = np.stack([1.0 - columns[0], columns[0]], axis=1)
@@ -156,15 +193,30 @@ class IsotonicCalibrator:
         return out
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> IsotonicCalibrator:
-        count = sum(1 for k in arrays if k.startswith("knots_x."))
-        return cls(
-            [arrays[f"knots_x.{j}"] for j in range(count)],
-            [arrays[f"knots_y.{j}"] for j in range(count)],
-        )
+    def from_arrays(cls, arrays: dict[str, np.ndarray], n_classes: int) -> IsotonicCalibrator:
+        count = len(_isotonic_classes(n_classes))
+        names = {f"knots_{axis}.{j}" for axis in "xy" for j in range(count)}
+        _check_names(arrays, names, cls.name)
+        knots_x, knots_y = [], []
+        for j in range(count):
+            kx = _checked(arrays, f"knots_x.{j}", None, cls.name)
+            ky = _checked(arrays, f"knots_y.{j}", kx.shape, cls.name)
+            if kx.ndim != 1 or np.any(np.diff(kx) < 0) or np.any((ky < 0) | (ky > 1)):
+                raise ValueError(
+                    f"Calibrator {cls.name!r}: knots {j} must be increasing x values with y in "
+                    "[0, 1]."
+                )
+            knots_x.append(kx)
+            knots_y.append(ky)
+        return cls(knots_x, knots_y)
 
 
-class OracleCalibratorUsingTestLabels:
+def _isotonic_classes(n_classes: int) -> list[int]:
+    """One model for class 1 in a binary task, one per class otherwise."""
+    return [1] if n_classes == 2 else list(range(n_classes))
+
+
+class OracleCalibratorUsingTestLabels(_WithoutParameters):
     """USES THE TEST LABELS. For the paper's oracle table only ("a perfectly calibrated model").
 
     Correctly classified rows get a sharp temperature (T_i = 0.01, margin near 1, low
@@ -173,9 +225,8 @@ class OracleCalibratorUsingTestLabels:
     (high confidence when correct, low when wrong); these two temperatures are our reading.
     """
 
-    name = "oracle_test_labels"
-    needs_shift_trend = False
-    needs_labels = True
+    name: ClassVar[str] = "oracle_test_labels"
+    needs_labels: ClassVar[bool] = True
 
     def calibrate(
         self, logits: np.ndarray, trend: ShiftTrendInput | None = None, labels: Any = None
@@ -191,52 +242,32 @@ class OracleCalibratorUsingTestLabels:
         temperatures = np.where(correct, ORACLE_SHARP, ORACLE_FLAT)
         return softmax(logits, temperatures), temperatures
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        return {}
 
-    @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> OracleCalibratorUsingTestLabels:
-        return cls()
+#: the ablation calibrators by name (AdapTable adds its own "gnn")
+ABLATION_CALIBRATORS: dict[str, Any] = {
+    cls.name: cls
+    for cls in (NoCalibrator, PlattCalibrator, IsotonicCalibrator, OracleCalibratorUsingTestLabels)
+}
 
 
-class GraphCalibrator:
-    """The shift-aware calibrator g_phi: q_i = softmax(z_i / T_i), T_i = g_phi(z_i, s^t).
-
-    Deliberate difference (the paper fixes N = 64 and says nothing of other sizes): a batch wider
-    than the network's node width is cut into consecutive graphs of ``width`` rows (the last one
-    zero-padded), each with its own shift trend graph; a narrower batch is zero-padded, as the
-    authors do.
-    """
-
-    name = "gnn"
-    needs_shift_trend = True
-    needs_labels = False
-
-    def __init__(self, net: ShiftAwareCalibrator):
-        self.net = net.eval()
-        # The complete graph runs as a numpy kernel at test time (no torch overhead per batch).
-        self._kernel = (
-            CompleteGraphKernel.from_network(self.net) if net.adjacency == "complete" else None
+def _check_names(arrays: dict[str, np.ndarray], expected: set[str], name: str) -> None:
+    """Refuse missing or unexpected parameter arrays, naming them."""
+    missing, extra = sorted(expected - set(arrays)), sorted(set(arrays) - expected)
+    if missing or extra:
+        raise ValueError(
+            f"Calibrator {name!r}: missing parameter arrays {missing}, unexpected {extra}."
         )
 
-    def temperatures(self, logits: np.ndarray, trend: ShiftTrendInput) -> np.ndarray:
-        """T_i for every row, (n,)."""
-        if self._kernel is not None:
-            return self._kernel(trend.numeric, trend.category_index, logits)
-        graphs = pack(
-            trend, logits, self.net.width, pad_index=self.net.category_projection.shape[0]
+
+def _checked(
+    arrays: dict[str, np.ndarray], key: str, shape: tuple[int, ...] | None, name: str
+) -> np.ndarray:
+    """``arrays[key]`` as float64, of ``shape`` (any when None) and finite."""
+    value = np.asarray(arrays[key], dtype=np.float64)
+    if (shape is not None and value.shape != shape) or value.size == 0:
+        raise ValueError(
+            f"Calibrator {name!r}: array {key!r} must have shape {shape}; got {value.shape}."
         )
-        with torch.inference_mode():
-            t = self.net(graphs.numeric, graphs.category_index, graphs.logits, graphs.mask)
-        return t.reshape(-1)[: len(logits)].to(torch.float64).numpy()
-
-    def calibrate(
-        self, logits: np.ndarray, trend: ShiftTrendInput | None = None, labels: Any = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        if trend is None:
-            raise ValueError("The shift-aware calibrator needs the batch's features X_batch.")
-        temperatures = self.temperatures(logits, trend)
-        return softmax(logits, temperatures), temperatures
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        return {k: v.detach().cpu().numpy() for k, v in self.net.state_dict().items()}
+    if not np.all(np.isfinite(value)):
+        raise ValueError(f"Calibrator {name!r}: array {key!r} holds NaN or inf values.")
+    return value

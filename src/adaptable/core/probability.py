@@ -1,0 +1,37 @@
+"""The package's one softmax and one ``norm`` (Algorithm 1 takes both as given functions).
+
+Every method (AdapTable, its ablation calibrators, the baselines) uses these two, so that the
+same logits always give the same probabilities, to the last bit.
+
+Example:
+    >>> import numpy as np
+    >>> softmax(np.array([[0.0, 0.0], [0.0, np.log(3.0)]])).round(4).tolist()
+    [[0.5, 0.5], [0.25, 0.75]]
+    >>> normalize(np.array([1.0, 3.0])).tolist()
+    [0.25, 0.75]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def softmax(logits: np.ndarray, temperature: np.ndarray | float = 1.0) -> np.ndarray:
+    """Row-wise ``softmax(logits / temperature)``, numerically stable, float64.
+
+    Args:
+        logits: shape (n, C).
+        temperature: a scalar or a per-row array of shape (n,), all > 0.
+    """
+    t = np.asarray(temperature, dtype=np.float64)
+    scaled = np.asarray(logits, dtype=np.float64) / (t[:, None] if t.ndim == 1 else t)
+    scaled = scaled - scaled.max(axis=1, keepdims=True)
+    np.exp(scaled, out=scaled)
+    scaled /= scaled.sum(axis=1, keepdims=True)
+    return scaled
+
+
+def normalize(weights: np.ndarray) -> np.ndarray:
+    """The paper's ``norm``: divide each row (or a single vector) by its sum."""
+    weights = np.asarray(weights, dtype=np.float64)
+    return weights / weights.sum(axis=-1, keepdims=True)

@@ -1,0 +1,138 @@
+"""AdapTable.load refuses a damaged or edited file, naming the field (issue 11, defect 3)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors import safe_open
+from safetensors.numpy import save_file
+from sklearn.linear_model import LogisticRegression
+
+from adaptable import AdapTable
+
+FAST = {"epochs": 1, "random_state": 0}
+
+
+@pytest.fixture(scope="module")
+def saved(synthetic, tmp_path_factory) -> dict[str, Path]:
+    """Files of a fitted AdapTable per calibrator (raw frame, numerical and categorical)."""
+    X = synthetic.train.X[synthetic.numerical].to_numpy()
+    model = LogisticRegression().fit(X, synthetic.train.y)
+    folder = tmp_path_factory.mktemp("saved")
+    paths = {}
+    for calibrator in ("gnn", "platt", "isotonic", "none"):
+        method = AdapTable(calibrator=calibrator, **FAST).fit(
+            _FrameModel(model, synthetic.numerical), synthetic.train.X, synthetic.train.y
+        )
+        paths[calibrator] = folder / f"{calibrator}.safetensors"
+        method.save(paths[calibrator])
+    return paths
+
+
+class _FrameModel:
+    """A scikit-learn model on the numerical columns of a frame."""
+
+    def __init__(self, model, columns) -> None:
+        self.model, self.columns = model, columns
+
+    def predict_proba(self, X):
+        return self.model.predict_proba(X[self.columns].to_numpy())
+
+
+def _edited(path: Path, tmp_path: Path, edit: Callable[[dict, dict], None]) -> Path:
+    """A copy of ``path`` with its tensors and metadata changed by ``edit(tensors, meta)``."""
+    with safe_open(str(path), framework="numpy") as handle:
+        tensors = {k: handle.get_tensor(k) for k in handle.keys()}  # noqa: SIM118
+        meta = json.loads(handle.metadata()["adaptable"])
+    edit(tensors, meta)
+    out = tmp_path / "edited.safetensors"
+    save_file(tensors, str(out), metadata={"adaptable": json.dumps(meta)})
+    return out
+
+
+def test_the_unedited_files_load(saved) -> None:
+    for path in saved.values():
+        AdapTable.load(path)
+
+
+def _drop(key: str) -> Callable[[dict, dict], None]:
+    return lambda tensors, meta: tensors.pop(key)
+
+
+def _set_tensor(key: str, value) -> Callable[[dict, dict], None]:
+    def edit(tensors: dict, meta: dict) -> None:
+        tensors[key] = np.asarray(value, dtype=tensors[key].dtype)
+
+    return edit
+
+
+def _set_meta(key: str, value) -> Callable[[dict, dict], None]:
+    def edit(tensors: dict, meta: dict) -> None:
+        meta[key] = value
+
+    return edit
+
+
+def _set_param(key: str, value) -> Callable[[dict, dict], None]:
+    return lambda tensors, meta: meta["params"].__setitem__(key, value)
+
+
+@pytest.mark.parametrize(
+    ("calibrator", "edit", "field"),
+    [
+        # missing calibrator tensors (used to give random weights)
+        ("gnn", _drop("calibrator.gcn.weight"), "calibrator.gcn.weight"),
+        ("gnn", _drop("calibrator.category_projection"), "calibrator.category_projection"),
+        ("gnn", _set_tensor("calibrator.head.bias", [np.nan]), "calibrator.head.bias"),
+        # missing or wrong-shape numeric_mean (used to become zeros)
+        ("gnn", _drop("numeric_mean"), "numeric_mean"),
+        ("gnn", _set_tensor("numeric_mean", [0.0, 0.0]), "numeric_mean"),
+        ("gnn", _set_tensor("category_mean", np.zeros(7) + 0.5), "calibrator.category_mean"),
+        # metadata that disagrees with params
+        ("gnn", _set_meta("calibrator", "none"), "calibrator"),
+        ("gnn", _set_param("batch_size", 32), "calibrator.gcn.weight"),
+        ("gnn", _set_param("alpha", "abc"), "params"),
+        ("gnn", _set_param("no_such_parameter", 1), "params"),
+        ("none", _set_meta("n_classes", 3), "source_prior"),
+        ("none", _set_param("max_temperature", 2.0), "temperature"),
+        ("gnn", lambda t, m: m["layout"].__setitem__("block_sizes", [3, 3]), "layout"),
+        ("gnn", lambda t, m: m.pop("encoder"), "encoder"),
+        # NaN or negative temperature
+        ("none", _set_meta("temperature", float("nan")), "temperature"),
+        ("none", _set_meta("temperature", -2.0), "temperature"),
+        ("none", _set_meta("temperature", "2"), "temperature"),
+        # a source prior with a zero, or not summing to one
+        ("none", _set_tensor("source_prior", [1.0, 0.0]), "source_prior"),
+        ("none", _set_tensor("source_prior", [0.5, 0.6]), "source_prior"),
+        ("none", _drop("source_prior"), "source_prior"),
+        # an online prior that is no distribution
+        ("none", _set_tensor("online_prior", [2.0, -1.0]), "online_prior"),
+        ("none", _set_tensor("online_prior", [0.5, 0.5, 0.0]), "online_prior"),
+        # the classical calibrators' parameters
+        ("platt", _drop("calibrator.coef"), "calibrator"),
+        ("platt", _set_tensor("calibrator.coef", [[1.0, 2.0]]), "calibrator"),
+        ("isotonic", _set_tensor("calibrator.knots_y.0", np.full(2, 7.0)), "calibrator"),
+        ("none", lambda t, m: t.__setitem__("calibrator.coef", np.ones((1, 1))), "calibrator"),
+        # anything else
+        ("none", lambda t, m: t.__setitem__("extra", np.zeros(2)), "extra"),
+        ("none", _set_meta("classes", ["b", "a"]), "classes"),
+    ],
+)
+def test_load_refuses_naming_the_field(saved, tmp_path, calibrator, edit, field) -> None:
+    path = _edited(saved[calibrator], tmp_path, edit)
+    with pytest.raises(ValueError, match=f"'{field}'"):
+        AdapTable.load(path)
+
+
+def test_unknown_format_and_foreign_file(saved, tmp_path) -> None:
+    path = _edited(saved["none"], tmp_path, _set_meta("format", "adaptable.AdapTable/99"))
+    with pytest.raises(ValueError, match="unknown AdapTable file format"):
+        AdapTable.load(path)
+    other = tmp_path / "other.safetensors"
+    save_file({"x": np.zeros(2)}, str(other))
+    with pytest.raises(ValueError, match="not a file written by AdapTable.save"):
+        AdapTable.load(other)
