@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 import xgboost
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 
 from adaptable import datasets, methods
@@ -266,5 +267,5 @@ def test_bad_options():
         FTAT(confidence=1.0)
     with pytest.raises(ValueError, match="consistency"):
         FTAT(consistency=0.0)
-    with pytest.raises(RuntimeError, match="fit"):
+    with pytest.raises(NotFittedError, match="fit"):
         FTAT().reset()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xgboost
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 
 from adaptable import methods
@@ -309,7 +310,7 @@ def test_bad_options_and_inputs():
         OnlineGradientDescent(horizon=0)
     with pytest.raises(ValueError, match="max_experts"):
         FLHFTL(max_experts=1)
-    with pytest.raises(RuntimeError, match="fit"):
+    with pytest.raises(NotFittedError, match="fit"):
         FollowTheHistory().predict_proba(rows(0))
     with pytest.raises(ValueError, match="no rows"):
         fit_table(FollowTheHistory).predict_proba(rows())

@@ -58,18 +58,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from adaptable.baselines._common import (
-    check_batch,
-    check_fitted,
-    check_labels,
-    logit_function,
+from adaptable.baselines.common import require_torch_source_model, softmax_entropy
+from adaptable.core import (
+    TestTimeMethod,
+    as_logit_function,
     normalize,
-    require_torch_source_model,
     softmax,
-    softmax_entropy,
+    source_prior,
 )
-from adaptable.core.interface import TestTimeMethod
-from adaptable.core.label_handler import source_prior
+from adaptable.core.interface import SourceData
 
 __all__ = ["FTAT", "confident_distribution_step", "consistent_rows", "ensemble_weights"]
 
@@ -227,25 +224,22 @@ class FTAT(TestTimeMethod):
             raise ValueError(f"confidence must lie in (0, 1); got {confidence!r}")
         if not 0 < consistency <= 1:
             raise ValueError(f"consistency must lie in (0, 1]; got {consistency!r}")
-        self.ensemble = bool(ensemble)
-        self.updates_parameters = self.ensemble
-        self.learning_rates = rates
+        # Constructor arguments kept as given (scikit-learn's estimator contract; clone checks it).
+        self.ensemble = ensemble
+        self.learning_rates = learning_rates
         self.steps = steps
-        self.episodic = bool(episodic)
-        self.smooth = float(smooth)
-        self.confidence = float(confidence)
-        self.consistency = float(consistency)
-        self._fitted = False
+        self.episodic = episodic
+        self.smooth = smooth
+        self.confidence = confidence
+        self.consistency = consistency
+
+    @property
+    def updates_parameters(self) -> bool:  # type: ignore[override]
+        """Only the ensemble variant changes model parameters."""
+        return bool(self.ensemble)
 
     # ----------------------------------------------------------------- public interface
-    def fit(
-        self,
-        model: Any,
-        X_source: Any,
-        y_source: np.ndarray,
-        X_valid: Any = None,
-        y_valid: np.ndarray | None = None,
-    ) -> FTAT:
+    def _fit(self, model: Any, source: SourceData) -> None:
         """Copy the model (``ensemble=True``) or wrap its outputs, and compute p_s.
 
         Raises:
@@ -265,33 +259,28 @@ class FTAT(TestTimeMethod):
                 for parameter in module.parameters():
                     parameter.requires_grad_(True)
             self.optimizers_ = [
-                torch.optim.SGD(module.parameters(), lr=lr)
+                torch.optim.SGD(module.parameters(), lr=float(lr))
                 for module, lr in zip(self.modules_, self.learning_rates, strict=True)
             ]
             self._source_state = copy.deepcopy(self.modules_[0].state_dict())
             self._optimizer_states = [copy.deepcopy(o.state_dict()) for o in self.optimizers_]
-            x_source = self._prepare(X_source)
+            x_source = self._prepare(source.X)
             with torch.no_grad():
                 n_classes = int(self.modules_[0](x_source[:1]).shape[1])
-            n_source = x_source.shape[0]
         else:
-            self._logits = logit_function(model)
-            n_classes = int(self._logits(X_source[:1]).shape[1])
-            n_source = len(X_source)
-        y_source = check_labels(y_source, n_source, "y_source", self.name)
-        y_valid_arr = None
-        if y_valid is not None:
-            y_valid_arr = check_labels(y_valid, len(y_valid), "y_valid", self.name)
+            self._logits = as_logit_function(model)
+            n_classes = int(self._logits(source.X[:1]).shape[1])
         self.n_classes_ = n_classes
-        self.source_prior_ = source_prior(y_source, y_valid_arr, n_classes=n_classes)
-        self._fitted = True
-        self.reset()
-        return self
+        self.source_prior_ = source_prior(source.y, source.y_valid, n_classes=n_classes)
+        self.target_prior_ = self.source_prior_.copy()
+        self.n_consistent_ = 0
+        if self.ensemble:
+            self._restore_source()
 
     def predict_proba(self, X_batch: Any) -> np.ndarray:
         """Adapt on the batch, update pi, return norm(p * pi / p_s), (n, C)."""
-        check_fitted(self._fitted, self.name)
-        check_batch(X_batch, self.name)
+        self._check_fitted()
+        self._check_batch(X_batch)
         proba = self._adapted_proba(X_batch) if self.ensemble else softmax(self._logits(X_batch))
         adjusted = normalize(proba * (self.target_prior_ / self.source_prior_))
         self.target_prior_ = confident_distribution_step(
@@ -301,7 +290,7 @@ class FTAT(TestTimeMethod):
 
     def reset(self) -> None:
         """Source weights and fresh optimisers for the copies, pi back to p_s."""
-        check_fitted(self._fitted, self.name)
+        self._check_fitted()
         if self.ensemble:
             self._restore_source()
         self.target_prior_ = self.source_prior_.copy()

@@ -42,18 +42,10 @@ from typing import Any
 
 import numpy as np
 
-from adaptable.baselines._common import (
-    check_batch,
-    check_fitted,
-    check_labels,
-    logit_function,
-    normalize,
-    softmax,
-)
 from adaptable.baselines.bbse import confusion_joint, confusion_soft
 from adaptable.baselines.bcts import BiasCorrectedTemperature, fit_bcts
-from adaptable.core.interface import TestTimeMethod
-from adaptable.core.label_handler import source_prior
+from adaptable.core import TestTimeMethod, as_logit_function, normalize, softmax, source_prior
+from adaptable.core.interface import SourceData
 
 __all__ = [
     "FLHFTL",
@@ -237,44 +229,33 @@ class OnlineLabelShiftMethod(TestTimeMethod):
     def __init__(
         self, *, calibrate: bool = True, soft: bool = True, use_current_batch: bool = False
     ) -> None:
-        self.calibrate = bool(calibrate)
-        self.soft = bool(soft)
-        self.use_current_batch = bool(use_current_batch)
-        self._fitted = False
+        self.calibrate = calibrate
+        self.soft = soft
+        self.use_current_batch = use_current_batch
 
-    def fit(
-        self,
-        model: Any,
-        X_source: Any,
-        y_source: np.ndarray,
-        X_valid: Any = None,
-        y_valid: np.ndarray | None = None,
-    ) -> OnlineLabelShiftMethod:
+    def _fit(self, model: Any, source: SourceData) -> None:
         """Calibrate on the validation split and fit the confusion matrix there.
 
         Raises:
             ValueError: no validation split, or a class absent from it.
         """
+        X_valid, y_valid = source.X_valid, source.y_valid
         if X_valid is None or y_valid is None:
             raise ValueError(
                 f"{self.name}: needs the validation split (X_valid, y_valid) for its calibration "
                 "and confusion matrix; got none"
             )
-        self._logits = logit_function(model)
+        self._logits = as_logit_function(model)
         valid_logits = self._logits(X_valid)
         n_classes = valid_logits.shape[1]
-        y_valid = check_labels(y_valid, valid_logits.shape[0], "y_valid", self.name)
         missing = np.flatnonzero(np.bincount(y_valid, minlength=n_classes) == 0)
         if missing.size:
             raise ValueError(
                 f"{self.name}: classes {missing.tolist()} never occur in the validation split, "
                 "so the confusion matrix cannot be estimated"
             )
-        y_source_arr = None
-        if y_source is not None:
-            y_source_arr = check_labels(y_source, len(y_source), "y_source", self.name)
         self.n_classes_ = n_classes
-        self.source_prior_ = source_prior(y_source_arr, y_valid, n_classes=n_classes)
+        self.source_prior_ = source_prior(source.y, y_valid, n_classes=n_classes)
         #: the fitted BCTS map, or None without calibration
         self.calibration_: BiasCorrectedTemperature | None = (
             fit_bcts(valid_logits, y_valid) if self.calibrate else None
@@ -287,14 +268,12 @@ class OnlineLabelShiftMethod(TestTimeMethod):
         )
         self.valid_prior_ = np.bincount(y_valid, minlength=n_classes) / len(y_valid)
         self._fit_method(valid_proba, y_valid)
-        self._fitted = True
-        self.reset()
-        return self
+        self._start_stream()
 
     def predict_proba(self, X_batch: Any) -> np.ndarray:
         """Re-weighted probabilities of the round, (n, C); then the state learns from it."""
-        check_fitted(self._fitted, self.name)
-        check_batch(X_batch, self.name)
+        self._check_fitted()
+        self._check_batch(X_batch)
         proba = self._proba(self._logits(X_batch))
         mean_prediction = (
             proba.mean(axis=0)
@@ -312,7 +291,10 @@ class OnlineLabelShiftMethod(TestTimeMethod):
 
     def reset(self) -> None:
         """Back to the state right after fit (p_1 = p_s)."""
-        check_fitted(self._fitted, self.name)
+        self._check_fitted()
+        self._start_stream()
+
+    def _start_stream(self) -> None:
         self.n_rounds_ = 0
         self.n_rows_ = 0
         self.batch_prior_ = self.target_prior_ = None
@@ -321,7 +303,7 @@ class OnlineLabelShiftMethod(TestTimeMethod):
     @property
     def next_prior_(self) -> np.ndarray:
         """The re-weighting vector the next round will use (after every round seen), (C,)."""
-        check_fitted(self._fitted, self.name)
+        self._check_fitted()
         return self._reweighting()
 
     @property
@@ -433,11 +415,11 @@ class OnlineGradientDescent(OnlineLabelShiftMethod):
             raise ValueError(f"floor must lie in [0, 0.5); got {floor!r}")
         if not (isinstance(reference_size, int) and reference_size >= 1):
             raise ValueError(f"reference_size must be a positive integer; got {reference_size!r}")
-        self.lr = None if lr is None else float(lr)
+        self.lr = lr
         self.horizon = horizon
-        self.floor = float(floor)
+        self.floor = floor
         self.reference_size = reference_size
-        self.seed = int(seed)
+        self.seed = seed
 
     def _fit_method(self, valid_proba: np.ndarray, y_valid: np.ndarray) -> None:
         if self.floor * self.n_classes_ >= 1:
