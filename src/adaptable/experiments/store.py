@@ -7,10 +7,12 @@ the next append adds the newline instead. Every line is checked against :class:`
 read; a line that fails (no ``spec``, a key that does not match its spec, no ``metrics``) is
 skipped with a warning and so does not count as finished work.
 
->>> store = ResultStore("results.jsonl")          # doctest: +SKIP
->>> store.append({"key": spec.key, ...})          # doctest: +SKIP
->>> spec.key in store.completed()                 # doctest: +SKIP
-True
+>>> import tempfile
+>>> spec = ExperimentSpec("heloc", "natural", "mlp", "source", 0)
+>>> store = ResultStore(Path(tempfile.mkdtemp()) / "results.jsonl")
+>>> store.append({"key": spec.key, "spec": spec.to_dict(), "metrics": {"macro_f1": 0.61}})
+>>> store.completed()[spec.key]["metrics"]
+{'macro_f1': 0.61}
 """
 
 from __future__ import annotations

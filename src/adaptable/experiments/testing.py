@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from adaptable.core.label_handler import softmax
 from adaptable.experiments.runner import Components
 
 #: how many source models each process trained, by (dataset, model, seed); tests read it
@@ -55,7 +56,7 @@ class SoftmaxRegression:
         self.weight = rng.normal(0.0, 0.01, size=(x.shape[1], self.n_classes))
         self.bias = np.zeros(self.n_classes)
         for _ in range(steps):
-            proba = _softmax(x @ self.weight + self.bias)
+            proba = softmax(x @ self.weight + self.bias)
             grad = (proba - y) / len(x)
             self.weight -= lr * x.T @ grad
             self.bias -= lr * grad.sum(axis=0)
@@ -66,13 +67,7 @@ class SoftmaxRegression:
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
         """Class probabilities, shape (n, C)."""
-        return _softmax(self.predict_logits(X))
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
+        return softmax(self.predict_logits(X))
 
 
 def train_model(name: str, dataset: Any, seed: int, cache_dir: str | None = None) -> Any:
@@ -116,7 +111,7 @@ class ToySource:
             import time
 
             time.sleep(self.delay)
-        proba = _softmax(self.model.predict_logits(X_batch) / self.temperature)
+        proba = softmax(self.model.predict_logits(X_batch) / self.temperature)
         if (oracle_labels is not None) != (self.calibrator == "oracle_test_labels"):
             raise ValueError("oracle_labels go with calibrator='oracle_test_labels' only")
         if oracle_labels is not None:
@@ -219,10 +214,24 @@ def apply_shift(name: str, dataset: Any, seed: int) -> ToyStream:
     return ToyStream(name, X, dataset.test.y[order])
 
 
+def known_names(kind: str) -> list[str]:
+    """What the toy providers accept; the paper's datasets are known (so that tables can name
+    them) but absent."""
+    from adaptable.datasets import TASKS
+
+    return {
+        "dataset": ["toy", "toy3", *TASKS],
+        "model": ["softmax"],
+        "method": sorted(_METHODS),
+        "scenario": ["natural", "sorted"],
+    }[kind]
+
+
 COMPONENTS = Components(
     load_dataset=load_dataset,
     dataset_status=dataset_status,
     train_model=train_model,
     create_method=create_method,
     apply_shift=apply_shift,
+    known_names=known_names,
 )
