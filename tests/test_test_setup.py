@@ -18,9 +18,10 @@ def test_doctests_are_part_of_the_default_run() -> None:
 def test_no_test_skips_when_our_own_modules_fail_to_import() -> None:
     """A broken import of the package must fail, not skip: importorskip is for optional
     third-party libraries only."""
+    needle = "importorskip(" + '"adaptable'
     offenders = [
         str(path.relative_to(ROOT))
         for path in (ROOT / "tests").rglob("*.py")
-        if 'importorskip("adaptable' in path.read_text()
+        if needle in path.read_text()
     ]
     assert offenders == []
