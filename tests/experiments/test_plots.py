@@ -67,10 +67,13 @@ def test_temperature_vs_mmd_leaves_degenerate_scenarios_out_of_the_correlation()
     points += [{"scenario": "numerical", "mmd": 5.0, "temperature": 9.0}] * 4
     everything = plots.pearson([p["mmd"] for p in points], [p["temperature"] for p in points])
     assert everything > 0.9
-    fig = plots.plot_temperature_vs_mmd(points, "T", {"numerical": "about 1 distinct rows"})
+    fig = plots.plot_temperature_vs_mmd(points, "T", {"numerical": "stream repeats ~1 test row"})
     ax = fig.axes[0]
     assert "Pearson r = -1.00 over 5 batches (without numerical)" in ax.get_title()
-    assert _legend(ax) == ["natural", "gaussian", "numerical (left out: about 1 distinct rows)"]
+    assert _legend(ax) == [
+        "natural", "gaussian", "numerical (left out: stream repeats ~1 test row; at MMD 5.00, T 9.00)"
+    ]  # fmt: skip
+    assert ax.get_xlim()[1] < 5.0 and ax.get_ylim()[1] < 9.0  # the kept points fill the axes
     hollow = ax.collections[2]
     assert hollow.get_facecolors().size == 0 or hollow.get_facecolors()[0][3] == 0
     plain = plots.plot_temperature_vs_mmd(points)
@@ -90,6 +93,8 @@ def test_sensitivity_one_panel_per_parameter() -> None:
     line = fig.axes[0].lines[0]
     assert list(line.get_xdata()) == [0.1, 0.2, 0.3]
     assert list(line.get_ydata()) == pytest.approx([60.1, 60.2, 60.3])
+    low, high = fig.axes[1].get_ylim()  # shared, and at least two points wide
+    assert fig.axes[0].get_ylim() == (low, high) and high - low >= 2.0
 
 
 def test_efficiency_labels_cannot_overlap() -> None:
@@ -170,7 +175,7 @@ def test_calibration_analysis_flags_a_degenerate_scenario() -> None:
     analysis = figures.calibration_analysis(
         "toy", "softmax", 0, context, method="prior", scenarios=("natural", "repeat", "absent")
     )
-    assert analysis["degenerate"] == {"repeat": "about 1 distinct rows"}
+    assert analysis["degenerate"] == {"repeat": "stream repeats ~1 test row"}
     assert set(analysis["skipped_scenarios"]) == {"absent"}
     assert {p["scenario"] for p in analysis["points"]} == {"natural", "repeat"}
     assert sum(analysis["before"]["count"]) == 320  # the whole natural stream

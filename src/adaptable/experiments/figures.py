@@ -135,7 +135,8 @@ def calibration_analysis(
                 continue
             effective = dict(getattr(stream, "info", {}) or {}).get("effective_rows")
             if is_degenerate(effective, len(stream), batch_size):
-                degenerate[scenario] = f"about {effective:.0f} distinct rows"
+                rows = round(effective)
+                degenerate[scenario] = f"stream repeats ~{rows} test row{'' if rows == 1 else 's'}"
             adapter.reset()
             for index, (X_batch, y_batch) in enumerate(stream.batches(batch_size)):
                 if index >= max_batches and scenario != "natural":

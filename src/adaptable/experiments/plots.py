@@ -30,6 +30,8 @@ import numpy as np
 
 from adaptable.experiments import metrics as _metrics
 
+#: the smallest macro-F1 range (points) the sensitivity figure's y axis shows
+SENSITIVITY_MIN_SPAN = 2.0
 # Markers cycle with colours so that up to 40 methods stay distinguishable in one legend.
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
@@ -95,7 +97,7 @@ def plot_label_distributions(
     for k, (name, values) in enumerate(distributions.items()):
         ax.bar(x + k * width - 0.4 + width / 2, values, width=width, label=name)
     ax.set_xticks(x, list(classes))
-    ax.set(ylabel="probability", ylim=(0, 1), title=title)
+    ax.set(xlabel="class", ylabel="probability", ylim=(0, 1), title=title)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -145,22 +147,30 @@ def plot_temperature_vs_mmd(
     Args:
         points: ``{"scenario", "mmd", "temperature"}`` per batch.
         degenerate: scenario -> why it is degenerate (e.g. its stream repeats one test row).
-            Its points are drawn hollow and left out of the correlation in the title, which
-            a handful of repeated rows would otherwise decide.
+            Its points are drawn hollow, left out of the correlation in the title (which a
+            handful of repeated rows would otherwise decide) and out of the axis limits (so
+            that they do not squash the other points into a corner); the legend gives where
+            they lie.
     """
     degenerate = dict(degenerate or {})
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4.4))
+    fig, ax = plt.subplots(figsize=(7.0, 4.6))
+    kept = [p for p in points if p["scenario"] not in degenerate]
     for scenario in dict.fromkeys(p["scenario"] for p in points):
         chosen = [p for p in points if p["scenario"] == scenario]
         mmd = [p["mmd"] for p in chosen]
         temperature = [p["temperature"] for p in chosen]
         if scenario in degenerate:
+            where = f"at MMD {np.mean(mmd):.2f}, T {np.mean(temperature):.2f}"
             ax.scatter(mmd, temperature, s=18, facecolors="none", edgecolors="grey",
-                       label=f"{scenario} (left out: {degenerate[scenario]})")  # fmt: skip
+                       label=f"{scenario} (left out: {degenerate[scenario]}; {where})")  # fmt: skip
         else:
             ax.scatter(mmd, temperature, s=12, label=scenario)
-    kept = [p for p in points if p["scenario"] not in degenerate]
+    if kept and len(kept) < len(points):
+        for axis, field in ((ax.set_xlim, "mmd"), (ax.set_ylim, "temperature")):
+            values = np.array([p[field] for p in kept], dtype=float)
+            pad = 0.1 * (values.max() - values.min()) or 0.05 * abs(values.max()) or 0.1
+            axis(values.min() - pad, values.max() + pad)
     corr = pearson([p["mmd"] for p in kept], [p["temperature"] for p in kept])
     note = f"Pearson r = {corr:.2f} over {len(kept)} batches"
     if degenerate:
@@ -180,14 +190,22 @@ def plot_sensitivity(frame: Any, title: str = "") -> Any:
     data["value"] = data["method"].str.split(" = ").str[1].astype(float)
     parameters = list(dict.fromkeys(data["parameter"]))
     fig, axes = plt.subplots(
-        1, len(parameters), figsize=(4.0 * len(parameters), 3.6), squeeze=False
+        1, len(parameters), figsize=(4.0 * len(parameters), 3.6), squeeze=False, sharey=True
     )
     for ax, parameter in zip(axes[0], parameters, strict=True):
         for dataset, group in data[data["parameter"] == parameter].groupby("dataset", sort=False):
             ax.errorbar(group["value"], group["ours_mean"], yerr=group["ours_se"].fillna(0),
                         marker="o", label=dataset, capsize=3)  # fmt: skip
-        ax.set(xlabel=parameter, ylabel="macro-F1 (%)")
+        ax.set(xlabel=parameter)
         ax.legend(fontsize=8)
+    axes[0][0].set_ylabel("macro-F1 (%)")
+    # At least MIN_SPAN points of macro-F1 on the shared axis, so that differences of a few
+    # hundredths of a point do not fill the panel and look like a strong effect.
+    values = data["ours_mean"].dropna().to_numpy(dtype=float)
+    if len(values):
+        low, high = float(values.min()), float(values.max())
+        half = max(high - low, SENSITIVITY_MIN_SPAN) / 2 * 1.15
+        axes[0][0].set_ylim((low + high) / 2 - half, (low + high) / 2 + half)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
