@@ -181,3 +181,17 @@ def test_calibration_analysis_flags_a_degenerate_scenario() -> None:
     assert sum(analysis["before"]["count"]) == 320  # the whole natural stream
     # the temperatures change the probabilities, so the two diagrams differ
     assert analysis["before"]["confidence"] != analysis["after"]["confidence"]
+
+
+def _randomly_configured(name: str, **options):
+    """A method whose construction draws from the global generator (as torch inits do)."""
+    return testing.ToyPriorShift(temperature=float(np.random.uniform(0.5, 3.0)), **options)
+
+
+def test_calibration_analysis_depends_on_the_seed_not_on_what_ran_before() -> None:
+    context = RunContext(components=replace(testing.COMPONENTS, create_method=_randomly_configured))
+    first = figures.calibration_analysis("toy", "softmax", 0, context, scenarios=("natural",))
+    np.random.seed(12345)  # whatever ran before in this process
+    np.random.uniform(size=7)
+    second = figures.calibration_analysis("toy", "softmax", 0, context, scenarios=("natural",))
+    assert first["points"] == second["points"]

@@ -103,11 +103,20 @@ def calibration_analysis(
     from adaptable.core.label_handler import softmax
     from adaptable.core.model_adapter import as_logit_function
     from adaptable.datasets import fit_encoder
-    from adaptable.experiments.runner import get_dataset, method_state, progress_bar, source_model
+    from adaptable.experiments.runner import (
+        get_dataset,
+        method_state,
+        progress_bar,
+        seed_everything,
+        source_model,
+    )
 
     dataset = get_dataset(dataset_name, context)
     model = source_model(dataset_name, model_name, seed, context)
     logits_of = as_logit_function(model)
+    # As in every experiment: the method's own randomness depends on the seed alone, not on
+    # what ran before it in this process.
+    seed_everything(seed)
     adapter = context.components.create_method(method)
     adapter.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
     encoder = fit_encoder(dataset)

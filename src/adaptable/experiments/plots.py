@@ -154,7 +154,7 @@ def plot_temperature_vs_mmd(
     """
     degenerate = dict(degenerate or {})
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7.0, 4.6))
+    fig, ax = plt.subplots(figsize=(9.0, 4.6))
     kept = [p for p in points if p["scenario"] not in degenerate]
     for scenario in dict.fromkeys(p["scenario"] for p in points):
         chosen = [p for p in points if p["scenario"] == scenario]
@@ -177,7 +177,8 @@ def plot_temperature_vs_mmd(
         note += f" (without {', '.join(degenerate)})"
     ax.set(xlabel="MMD to the source data", ylabel="average temperature",
            title=f"{title}\n{note}" if title else note)  # fmt: skip
-    ax.legend(fontsize=7)
+    # Beside the axes: inside, it would hide points wherever it went.
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     fig.tight_layout()
     return fig
 

@@ -170,7 +170,7 @@ def source_model(dataset_name: str, model: str, seed: int, context: RunContext) 
         _MODELS.move_to_end(key)
         return _MODELS[key]
     dataset = get_dataset(dataset_name, context)
-    _seed_everything(seed)
+    seed_everything(seed)
     trained = context.components.train_model(model, dataset, seed, context.cache_dir)
     _MODELS[key] = trained
     while len(_MODELS) > _MAX_MODELS:
@@ -193,7 +193,8 @@ def clear_memo() -> None:
     _MODELS.clear()
 
 
-def _seed_everything(seed: int) -> None:
+def seed_everything(seed: int) -> None:
+    """Seed Python's, numpy's and (once imported) torch's global generators."""
     random.seed(seed)
     np.random.seed(seed % 2**32)
     # torch is seeded only once something has imported it (every torch model and method has),
@@ -275,7 +276,7 @@ def run_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> d
     model = source_model(spec.dataset, spec.model, spec.seed, context)
     n_classes = int(dataset.n_classes)
 
-    _seed_everything(spec.seed)
+    seed_everything(spec.seed)
     method = context.components.create_method(spec.method, **spec.option_dict)
     fit_start = time.perf_counter()
     method.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
