@@ -28,12 +28,8 @@ NOT_FOR_CORE = (
     "adaptable.cli",
 )
 
-#: private imports that predate this test, in modules being reworked elsewhere (issue 13,
-#: "plots.py importing the private runner._dataset"); each must go, and then leave this list.
-KNOWN_PRIVATE_IMPORTS = {
-    ("adaptable.experiments.plots", "adaptable.experiments.runner._dataset"),
-    ("adaptable.experiments.executors", "adaptable.experiments.runner._limit_threads"),
-}
+#: private imports allowed for now (none: keep it that way)
+KNOWN_PRIVATE_IMPORTS: set[tuple[str, str]] = set()
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,38 @@
 """Command-line interface: ``adaptable datasets | run | reproduce | plot``.
 
-adaptable run                          # the main job: Hospital Readmission, MLP, seed 0
-adaptable reproduce main --data-dir DIR --seeds 0 1 2
-adaptable plot --dataset heloc
+Every name and option is checked before any data loads or any model trains; a bad one ends in
+the subcommand's usage and one line per problem (exit status 2), never a traceback.
+
+>>> build_parser().parse_args(["run", "--seeds", "0", "1"]).seeds
+[0, 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import sys
+import textwrap
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from adaptable.experiments.runner import Components
+
+DESCRIPTION = """\
+AdapTable: test-time adaptation for tabular classifiers. Runs the experiments of the paper,
+keeps their results in a resumable store, and writes tables and figures.
+
+examples:
+  adaptable run                        the main job: Hospital Readmission, MLP, seed 0
+  adaptable run --datasets heloc --methods source adaptable --seeds 0 1 2 --data-dir DIR
+  adaptable reproduce main --data-dir DIR --seeds 0 1 2
+  adaptable plot                       every figure, on the embedded Hospital Readmission data
+  adaptable COMMAND --help             the options of a command and the valid names
+"""
 
 #: the main job's defaults: the embedded dataset, the MLP, and methods that finish in minutes
 DEFAULT_DATASETS = ["hospital_readmission"]
@@ -30,21 +49,20 @@ DEFAULT_METHODS = [
     "tent",
 ]
 DEFAULT_RESULTS = "adaptable-results/results.jsonl"
-PLOTS = (
-    "reliability",
-    "label_distribution",
-    "js_divergence",
-    "temperature_mmd",
-    "sensitivity",
-    "efficiency",
-)
+#: seeds go to numpy's legacy seeding, which takes 32-bit values
+MAX_SEED = 2**32 - 1
+_KINDS = ("dataset", "model", "method", "scenario")
 
 _METHOD_PATTERN = re.compile(r"^(?P<name>[^\[\]]+)(\[(?P<options>.*)\])?$")
 
 
 def parse_method(text: str) -> tuple[str, dict[str, Any]]:
     """``"adaptable[calibrator=none,alpha=0.2]"`` -> ``("adaptable", {"calibrator": "none",
-    "alpha": 0.2})``; values are read as JSON where they parse (numbers, booleans), else strings."""
+    "alpha": 0.2})``; values are read as JSON where they parse (numbers, booleans), else strings.
+
+    >>> parse_method("adaptable[calibrator=none,alpha=0.2]")
+    ('adaptable', {'calibrator': 'none', 'alpha': 0.2})
+    """
     match = _METHOD_PATTERN.match(text.strip())
     if not match:
         raise argparse.ArgumentTypeError(
@@ -65,122 +83,366 @@ def parse_method(text: str) -> tuple[str, dict[str, Any]]:
     return match.group("name").strip(), options
 
 
+def seed_value(text: str) -> int:
+    """An argparse type: a seed is a whole number from 0 to :data:`MAX_SEED`."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a seed must be a whole number; got {text!r}") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"a seed must lie between 0 and {MAX_SEED}; got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1; got {text}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """A subcommand parser whose help ends with the valid names of ``name_kinds``.
+
+    The names are looked up only when the help is shown: the model and method registries
+    import torch, which takes seconds.
+    """
+
+    def __init__(
+        self, *args: Any, name_kinds: Sequence[str] = (), components: Any = None, **kwargs: Any
+    ) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+        self.name_kinds = tuple(name_kinds)
+        self.components = components
+
+    def format_help(self) -> str:
+        if self.name_kinds and self.epilog is None:
+            lines = ["valid names:"]
+            for kind in self.name_kinds:
+                names = ", ".join(self.components.known_names(kind))
+                lines.append(
+                    textwrap.fill(
+                        names,
+                        width=100,
+                        initial_indent=f"  {kind + 's:':11s}",
+                        subsequent_indent=" " * 13,
+                    )  # fmt: skip
+                )
+            self.epilog = "\n".join(lines)
+        return super().format_help()
+
+
 def _add_common(parser: argparse.ArgumentParser, results_default: str = DEFAULT_RESULTS) -> None:
     parser.add_argument(
-        "--data-dir", default=None, help="raw data folder (default: $ADAPTABLE_DATA_DIR)"
+        "--data-dir",
+        default=None,
+        metavar="DIR",
+        help="folder holding the raw data files (default: $ADAPTABLE_DATA_DIR, else the per-user "
+        "cache folder adaptable/data; Hospital Readmission also has an embedded copy)",
     )
     parser.add_argument(
         "--cache-dir",
         default=None,
+        metavar="DIR",
         help="source-model cache (default: $ADAPTABLE_CACHE_DIR or the per-user cache)",
     )
     parser.add_argument(
         "--results",
         default=results_default,
+        metavar="FILE",
         help=f"JSON-lines results store (default: {results_default})",
     )
     parser.add_argument(
         "--executor",
         choices=("local", "ray"),
         default="local",
-        help="where experiments run (default: local)",
+        help="where experiments run (default: local; ray needs the ray package)",
     )
     parser.add_argument(
-        "--workers", type=int, default=None, help="local processes / Ray CPUs (default: 1 / all)"
+        "--workers",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="local processes / Ray CPUs (default: 1 / all)",
     )
     parser.add_argument(
         "--ray-address",
         default=None,
+        metavar="ADDRESS",
         help="join a Ray cluster (e.g. 'auto') instead of starting one",
     )
     parser.add_argument(
-        "--threads", type=int, default=1, help="torch threads per worker (default: 1)"
+        "--threads",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="torch threads per worker (default: 1)",
     )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``adaptable`` argument parser."""
+def _add_grid(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> None:
+    """``--datasets``, ``--models``, ``--seeds``: the same spelling in every subcommand."""
+    parser.add_argument(
+        "--datasets",
+        nargs="+",
+        default=defaults["datasets"],
+        metavar="NAME",
+        help=defaults.get("datasets_help", f"datasets (default: {defaults['datasets']})"),
+    )
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        default=defaults["models"],
+        metavar="NAME",
+        help=defaults.get("models_help", f"source models (default: {defaults['models']})"),
+    )
+    parser.add_argument(
+        "--seeds",
+        nargs="+",
+        type=seed_value,
+        default=defaults["seeds"],
+        metavar="SEED",
+        help=f"seeds, 0 to {MAX_SEED} (default: {' '.join(map(str, defaults['seeds']))})",
+    )
+
+
+def build_parser(components: Components | None = None) -> argparse.ArgumentParser:
+    """The ``adaptable`` argument parser (``components``: where valid names come from)."""
+    from adaptable import __version__
+    from adaptable.experiments.figures import FIGURES
     from adaptable.experiments.paper import TABLES
 
+    components = components or Components()
     parser = argparse.ArgumentParser(
-        prog="adaptable", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="adaptable",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=_Parser)  # fmt: skip
 
-    ds = sub.add_parser("datasets", help="list the tasks and whether their raw files are present")
-    ds.add_argument("--data-dir", default=None)
+    ds = sub.add_parser(
+        "datasets",
+        help="list the tasks and whether their raw files are present",
+        description="List the tasks and whether their raw files are present.",
+        components=components,
+    )
+    ds.add_argument("--data-dir", default=None, metavar="DIR", help="raw data folder")
+    ds.set_defaults(subparser=ds)
 
     run = sub.add_parser(
-        "run", help="run experiments and print a results table (defaults: the main job)"
+        "run",
+        help="run experiments and print a results table (defaults: the main job)",
+        description="Run every combination of the given datasets, models, methods, scenarios "
+        "and seeds (those already in the results store are reused), then print a table.",
+        name_kinds=_KINDS,
+        components=components,
     )
-    run.add_argument("--datasets", nargs="+", default=DEFAULT_DATASETS, metavar="NAME")
-    run.add_argument("--models", nargs="+", default=DEFAULT_MODELS, metavar="NAME")
+    _add_grid(run, {"datasets": DEFAULT_DATASETS, "models": DEFAULT_MODELS, "seeds": [0]})
     run.add_argument(
         "--methods",
         nargs="+",
         default=DEFAULT_METHODS,
         metavar="NAME[k=v,...]",
-        help="methods, with options in brackets, e.g. adaptable[calibrator=platt]",
+        help="methods, with options in brackets, e.g. adaptable[calibrator=platt] "
+        f"(default: {' '.join(DEFAULT_METHODS)})",
     )
-    run.add_argument("--scenarios", nargs="+", default=["natural"], metavar="SHIFT")
-    run.add_argument("--seeds", nargs="+", type=int, default=[0], metavar="SEED")
+    run.add_argument(
+        "--scenarios",
+        nargs="+",
+        default=["natural"],
+        metavar="NAME",
+        help="shift scenarios (default: natural)",
+    )
     _add_common(run)
+    run.set_defaults(subparser=run)
 
     rep = sub.add_parser(
-        "reproduce", help="run a paper table and write ours vs the paper (Markdown, CSV)"
+        "reproduce",
+        help="run a paper table and write ours vs the paper (Markdown, CSV)",
+        description="Run what a table of the paper needs, then write our numbers beside the "
+        "paper's as Markdown and CSV.",
+        name_kinds=("dataset", "model"),
+        components=components,
     )
-    rep.add_argument("table", choices=[*TABLES, "all"])
-    rep.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], metavar="SEED")
+    rep.add_argument("table", choices=[*TABLES, "all"], help="the table (or all)")
+    _add_grid(
+        rep,
+        {
+            "datasets": None,
+            "datasets_help": "a subset of the table's datasets (default: the paper's)",
+            "models": None,
+            "models_help": "run only the rows of these source models (the table still shows "
+            "every stored row)",
+            "seeds": [0, 1, 2],
+        },
+    )
     rep.add_argument(
-        "--datasets",
-        nargs="+",
-        default=None,
-        metavar="NAME",
-        help="a subset (default: the paper's datasets for the table)",
+        "--out",
+        default="adaptable-results/tables",
+        metavar="DIR",
+        help="folder for TABLE.md / TABLE.csv (default: adaptable-results/tables)",
     )
-    rep.add_argument(
-        "--models",
-        nargs="+",
-        default=None,
-        metavar="NAME",
-        help="run only the rows of these source models (the table still shows every stored row)",
-    )
-    rep.add_argument(
-        "--out", default="adaptable-results/tables", help="folder for <table>.md / .csv"
-    )
-    rep.add_argument("--latex", action="store_true", help="also write <table>.tex")
+    rep.add_argument("--latex", action="store_true", help="also write TABLE.tex")
     rep.add_argument(
         "--no-run",
         action="store_true",
-        help="run nothing: build the tables from what the results store already holds",
+        help="run nothing: build the tables from the results store alone (no raw data needed)",
     )
     _add_common(rep)
+    rep.set_defaults(subparser=rep)
 
-    plot = sub.add_parser("plot", help="draw the paper's figures as PNG files")
-    plot.add_argument(
-        "figures", nargs="*", metavar="FIGURE", help=f"any of {', '.join(PLOTS)} (default: all)"
+    plot = sub.add_parser(
+        "plot",
+        help="draw the paper's figures as PNG files",
+        description="Draw the paper's figures for each dataset / model / seed, running (or "
+        "reusing from the results store) the experiments they need.",
+        name_kinds=("dataset", "model", "method"),
+        components=components,
     )
-    plot.add_argument("--dataset", default="heloc")
-    plot.add_argument("--model", default="mlp")
-    plot.add_argument("--seed", type=int, default=0)
-    plot.add_argument("--out", default="adaptable-results/figures")
+    plot.add_argument(
+        "figures",
+        nargs="*",
+        metavar="FIGURE",
+        help=f"any of {', '.join(FIGURES)} (default: all)",
+    )
+    _add_grid(plot, {"datasets": DEFAULT_DATASETS, "models": DEFAULT_MODELS, "seeds": [0]})
+    plot.add_argument(
+        "--method",
+        default="adaptable",
+        metavar="NAME",
+        help="the adapted method the figures show beside the source model (default: adaptable)",
+    )
+    plot.add_argument(
+        "--out",
+        default="adaptable-results/figures",
+        metavar="DIR",
+        help="folder for the PNG files (default: adaptable-results/figures)",
+    )
     _add_common(plot)
+    plot.set_defaults(subparser=plot)
     return parser
 
 
-def _context_and_executor(args: argparse.Namespace) -> tuple[Any, Any]:
+# --------------------------------------------------------------------------- checks
+def _check(args: argparse.Namespace, components: Components) -> None:
+    """Every problem with the arguments, found before any work starts; one parser error."""
+    problems: list[str] = []
+    if args.data_dir is not None and not Path(args.data_dir).expanduser().is_dir():
+        problems.append(f"--data-dir {args.data_dir!r} is not a folder")
+    if getattr(args, "executor", None) == "ray" and importlib.util.find_spec("ray") is None:
+        problems.append("--executor ray needs the ray package: pip install 'adaptable-tta[ray]'")
+    if args.command == "run":
+        methods: list[tuple[str, dict[str, Any]]] = []
+        for text in args.methods:
+            try:
+                methods.append(parse_method(text))
+            except argparse.ArgumentTypeError as err:
+                problems.append(str(err))
+        problems += _unknown(components, args.datasets, args.models, args.scenarios, methods)
+        problems += _unbuildable(components, methods)
+        args.parsed_methods = methods
+    elif args.command == "reproduce":
+        problems += _unknown(components, args.datasets or [], args.models or [], [], [])
+        if not problems:
+            problems += _table_problems(args)
+    elif args.command == "plot":
+        from adaptable.experiments.figures import FIGURES
+
+        unknown = [f for f in dict.fromkeys(args.figures) if f not in FIGURES]
+        problems += [f"unknown figure {f!r}; choose from {', '.join(FIGURES)}" for f in unknown]
+        problems += _unknown(components, args.datasets, args.models, [], [(args.method, {})])
+    if problems:
+        unique = list(dict.fromkeys(problems))
+        message = unique[0] if len(unique) == 1 else "\n  - ".join(["", *unique]).lstrip("\n")
+        args.subparser.error(message if len(unique) == 1 else f"{len(unique)} problems:\n{message}")
+
+
+def _unknown(
+    components: Components,
+    datasets: Sequence[str],
+    models: Sequence[str],
+    scenarios: Sequence[str],
+    methods: Sequence[tuple[str, dict[str, Any]]],
+) -> list[str]:
+    from adaptable.experiments.runner import unknown_names
+
+    return unknown_names(
+        components,
+        dataset=datasets,
+        model=models,
+        scenario=scenarios,
+        method=[name for name, _ in methods],
+    )
+
+
+def _unbuildable(
+    components: Components, methods: Sequence[tuple[str, dict[str, Any]]]
+) -> list[str]:
+    """Build each known method once with its options: bad values fail here, with the method's
+    own message, rather than once per experiment after the data loaded and models trained."""
+    known = set(components.known_names("method"))
+    problems = []
+    for name, options in methods:
+        if name not in known:
+            continue
+        try:
+            components.create_method(name, **options)
+        except (ValueError, TypeError, KeyError) as err:
+            detail = err.args[0] if isinstance(err, KeyError) and err.args else err
+            problems.append(f"method {_label(name, options)}: {detail}")
+    return problems
+
+
+def _label(name: str, options: dict[str, Any]) -> str:
+    inner = ",".join(f"{k}={v}" for k, v in options.items())
+    return f"{name}[{inner}]" if options else name
+
+
+def _table_problems(args: argparse.Namespace) -> list[str]:
+    from adaptable.experiments.paper import TABLES
+    from adaptable.experiments.tables import table_specs
+
+    problems = []
+    for name in list(TABLES) if args.table == "all" else [args.table]:
+        try:
+            table_specs(TABLES[name], args.seeds, args.datasets, args.models)
+        except ValueError as err:
+            if args.table != "all":  # with "all", --models picks the tables that have them
+                problems.append(str(err))
+    return problems
+
+
+# --------------------------------------------------------------------------- commands
+def _context_and_executor(args: argparse.Namespace, components: Components) -> tuple[Any, Any]:
     from adaptable.experiments.executors import make_executor
-    from adaptable.experiments.runner import Components, RunContext
+    from adaptable.experiments.runner import RunContext
 
     context = RunContext(
-        data_dir=args.data_dir,
-        cache_dir=args.cache_dir,
-        components=args.components or Components(),
+        data_dir=args.data_dir, cache_dir=args.cache_dir, components=components,
         threads=args.threads,
-    )
+    )  # fmt: skip
     executor = make_executor(args.executor, workers=args.workers, address=args.ray_address)
     return context, executor
+
+
+def _plan(specs: Sequence[Any], store: Any, run: bool = True) -> str:
+    """``"12 experiments (4 already in the results store, 8 to run)"``."""
+    stored = store.completed()
+    reused = sum(s.key in stored for s in specs)
+    if not run:
+        return f"{len(specs)} experiments ({reused} in the results store; --no-run runs none)"
+    return (
+        f"{len(specs)} experiments ({reused} already in the results store, "
+        f"{len(specs) - reused} to run)"
+    )
 
 
 def _report_sweep(result: Any) -> None:
@@ -190,22 +452,25 @@ def _report_sweep(result: Any) -> None:
     )
     for name, reason in result.skipped.items():
         print(f"skipped dataset {name}: {reason}")
+    by_error: dict[str, list[str]] = {}
     for key, error in result.failures.items():
-        print(f"failed {key}: {error}")
+        by_error.setdefault(error, []).append(key)
+    for error, keys in by_error.items():
+        more = f" (and {len(keys) - 1} more with the same error)" if len(keys) > 1 else ""
+        print(f"failed {keys[0]}{more}: {error}")
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace, components: Components) -> int:
     """``adaptable run``: a sweep over the given grid, then a summary table."""
     from adaptable.experiments.runner import run_sweep
     from adaptable.experiments.spec import grid
     from adaptable.experiments.store import ResultStore
     from adaptable.experiments.tables import summary
 
-    methods = [parse_method(m) for m in args.methods]
-    specs = grid(args.datasets, args.scenarios, args.models, methods, args.seeds)
-    context, executor = _context_and_executor(args)
+    specs = grid(args.datasets, args.scenarios, args.models, args.parsed_methods, args.seeds)
     store = ResultStore(args.results)
-    print(f"{len(specs)} experiments; results store: {store.path}", flush=True)
+    print(f"{_plan(specs, store)}; results store: {store.path}", flush=True)
+    context, executor = _context_and_executor(args, components)
     try:
         result = run_sweep(
             specs, store, context=context, executor=executor, progress=not args.no_progress
@@ -218,25 +483,38 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if result.records and not result.failures else 1
 
 
-def cmd_reproduce(args: argparse.Namespace) -> int:
+def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:
     """``adaptable reproduce TABLE``: run what the table needs, write ours vs the paper."""
     from adaptable.experiments.paper import TABLES
-    from adaptable.experiments.runner import run_sweep, stored_only
+    from adaptable.experiments.runner import RunContext, run_sweep, stored_only
     from adaptable.experiments.store import ResultStore
     from adaptable.experiments.tables import compare, table_specs, write_table
 
     names = list(TABLES) if args.table == "all" else [args.table]
-    context, executor = _context_and_executor(args)
     store = ResultStore(args.results)
+    if args.no_run:
+        context, executor = RunContext(components=components), None
+    else:
+        context, executor = _context_and_executor(args, components)
     status = 0
     try:
         for name in names:
             table = TABLES[name]
             datasets = args.datasets or list(table.datasets)
-            specs = table_specs(table, args.seeds, datasets, args.models)
-            print(f"[{name}] {len(specs)} experiments; results store: {store.path}", flush=True)
+            try:
+                specs = table_specs(table, args.seeds, datasets, args.models)
+            except ValueError as err:  # "all" with --models: tables without those models
+                print(f"[{name}] skipped: {err}")
+                continue
+            plan = _plan(specs, store, run=not args.no_run)
+            print(f"[{name}] {plan}; results store: {store.path}", flush=True)
             if args.no_run:
-                result = stored_only(specs, store, context)
+                result = stored_only(specs, store, context, check_data=False)
+                found = {r["spec"]["dataset"] for r in result.records}
+                result.skipped = {
+                    d: "no results for this table in the results store" for d in datasets
+                    if d not in found
+                }  # fmt: skip
             else:
                 result = run_sweep(
                     specs, store, context=context, executor=executor, progress=not args.no_progress
@@ -252,34 +530,56 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             print("wrote " + ", ".join(str(p) for p in paths))
             status = status or (1 if result.failures else 0)
     finally:
-        executor.close()
+        if executor is not None:
+            executor.close()
     return status
 
 
-def cmd_plot(args: argparse.Namespace) -> int:
-    """``adaptable plot``: the paper's figures for one dataset / model / seed."""
-    from adaptable.experiments import plots
+def cmd_plot(args: argparse.Namespace, components: Components) -> int:
+    """``adaptable plot``: the paper's figures for each dataset / model / seed."""
+    from adaptable.experiments.figures import (
+        CALIBRATION_FIGURES,
+        FIGURES,
+        figure_specs,
+        make_figures,
+    )
     from adaptable.experiments.store import ResultStore
 
-    figures = args.figures or list(PLOTS)
-    unknown = [f for f in figures if f not in PLOTS]
-    if unknown:
-        raise SystemExit(f"unknown figure(s) {unknown}; choose from {', '.join(PLOTS)}")
-    context, executor = _context_and_executor(args)
+    figures = list(dict.fromkeys(args.figures)) or list(FIGURES)
+    store = ResultStore(args.results)
+    combos = [(d, m, s) for d in args.datasets for m in args.models for s in args.seeds]
+    specs = list(
+        {sp.key: sp for c in combos for sp in figure_specs(figures, *c, args.method)}.values()
+    )
+    passes = len(combos) if set(CALIBRATION_FIGURES) & set(figures) else 0
+    extra = (
+        f", plus {passes} calibration pass(es) over sampled test batches (not stored)"
+        if passes
+        else ""
+    )
+    print(
+        f"{len(figures)} figure(s) for {len(combos)} dataset / model / seed combination(s): "
+        f"{_plan(specs, store)}{extra}; results store: {store.path}",
+        flush=True,
+    )
+    context, executor = _context_and_executor(args, components)
+    written: dict[str, str] = {}
     try:
-        written = plots.make_figures(
-            figures, dataset=args.dataset, model=args.model, seed=args.seed, out_dir=Path(args.out),
-            store=ResultStore(args.results), context=context, executor=executor,
-            progress=not args.no_progress,
-        )  # fmt: skip
+        for dataset, model, seed in combos:
+            drawn = make_figures(
+                figures, dataset=dataset, model=model, seed=seed, out_dir=Path(args.out),
+                store=store, context=context, executor=executor, progress=not args.no_progress,
+                method=args.method,
+            )  # fmt: skip
+            written.update({f"{name} ({dataset}, {model}, {seed})": p for name, p in drawn.items()})
     finally:
         executor.close()
     for name, outcome in written.items():
-        print(f"{name:20s} {outcome}")
+        print(f"{name:45s} {outcome}")
     return 0 if all(str(p).endswith(".png") for p in written.values()) else 1
 
 
-def main(argv: list[str] | None = None, components: Any = None) -> int:
+def main(argv: list[str] | None = None, components: Components | None = None) -> int:
     """Entry point of the ``adaptable`` command.
 
     Args:
@@ -287,8 +587,9 @@ def main(argv: list[str] | None = None, components: Any = None) -> int:
         components: dataset / model / method / shift providers
             (:class:`~adaptable.experiments.runner.Components`); tests pass small doubles.
     """
-    args = build_parser().parse_args(argv)
-    args.components = components
+    components = components or Components()
+    args = build_parser(components).parse_args(argv)
+    _check(args, components)
     if args.command == "datasets":
         from adaptable import datasets
 
@@ -296,14 +597,12 @@ def main(argv: list[str] | None = None, components: Any = None) -> int:
             state = "present" if info["present"] else "absent"
             print(f"{name:22s} {state}")
         return 0
-    if args.threads < 1:
-        raise SystemExit(f"--threads must be at least 1; got {args.threads}")
-    import torch
+    from adaptable.experiments.runner import limit_threads
 
-    torch.set_num_threads(args.threads)
+    limit_threads(args.threads)
     started = time.perf_counter()
     handler = {"run": cmd_run, "reproduce": cmd_reproduce, "plot": cmd_plot}[args.command]
-    code = handler(args)
+    code = handler(args, components)
     print(f"wall time {time.perf_counter() - started:.1f} s")
     return code
 

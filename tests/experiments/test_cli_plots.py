@@ -1,17 +1,35 @@
-"""The ``adaptable`` command (with test doubles) and the figures."""
+"""The ``adaptable`` command, with the test doubles of ``adaptable.experiments.testing``."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from adaptable import cli
-from adaptable.experiments import plots, testing
-from adaptable.experiments.runner import RunContext
+from adaptable.experiments import testing
+from adaptable.experiments.paper import TABLES
+from adaptable.experiments.runner import RunContext, run_experiment
+from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import ResultStore
+from adaptable.experiments.tables import table_specs
+
+TOY = testing.COMPONENTS
+
+
+def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str], components=TOY) -> str:
+    """Run the command, expect argparse's exit status 2; returns stderr."""
+    with pytest.raises(SystemExit) as info:
+        cli.main(argv, components=components)
+    assert info.value.code == 2
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    return captured.err
 
 
 def test_parse_method() -> None:
@@ -27,95 +45,203 @@ def test_run_prints_a_table_and_reuses_the_store(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = [
-        "run", "--datasets", "toy", "missing", "--models", "softmax", "--methods", "source",
+        "run", "--datasets", "toy", "heloc", "--models", "softmax", "--methods", "source",
         "prior[alpha=0.2]", "--seeds", "0", "1", "--results", str(tmp_path / "r.jsonl"), "--no-progress",
     ]  # fmt: skip
-    assert cli.main(argv, components=testing.COMPONENTS) == 0
+    assert cli.main(argv, components=TOY) == 0
     out = capsys.readouterr().out
+    assert "8 experiments (0 already in the results store, 8 to run)" in out
     assert "| toy | natural | softmax | prior[alpha=0.2] | 2 |" in out
     assert "4 experiments run, 0 reused" in out
-    assert "skipped dataset missing: toy data set 'missing' is absent" in out
-    assert cli.main(argv, components=testing.COMPONENTS) == 0
-    assert "0 experiments run, 4 reused" in capsys.readouterr().out
+    assert "skipped dataset heloc: toy data set 'heloc' is absent" in out
+    assert cli.main(argv, components=TOY) == 0
+    out = capsys.readouterr().out
+    assert "(4 already in the results store, 4 to run)" in out
+    assert "0 experiments run, 4 reused" in out
 
 
-def test_reproduce_lists_skipped_datasets(
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--seeds", "99999999999999999999"], "argument --seeds: a seed must lie between 0 and"),
+        (["--seeds", "-1"], "argument --seeds: a seed must lie between 0 and"),
+        (["--seeds", "one"], "a seed must be a whole number; got 'one'"),
+        (["--methods", "prior[alpha]"], "method options must be key=value pairs; got 'alpha'"),
+        (["--workers", "-3"], "argument --workers: must be at least 1; got -3"),
+        (["--threads", "0"], "argument --threads: must be at least 1; got 0"),
+        (["--data-dir", "/does/not/exist"], "--data-dir '/does/not/exist' is not a folder"),
+        (["--methods", "prior[alpha=2]"], "method prior[alpha=2]: alpha must lie in [0, 1]"),
+        (["--methods", "source[bogus=1]"], "method source[bogus=1]: "),
+    ],
+    ids=[
+        "seed-overflow",
+        "seed-negative",
+        "seed-word",
+        "option-without-value",
+        "workers",
+        "threads",
+        "data-dir",
+        "option-value",
+        "option-name",
+    ],  # fmt: skip
+)
+def test_bad_arguments_are_usage_errors_not_tracebacks(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 11, defects 13 and 15; option values checked by building each method once."""
+    base = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source"]
+    err = _usage_error([*base, "--results", str(tmp_path / "r.jsonl"), *argv], capsys)
+    assert err.startswith("usage: adaptable run ")  # the subcommand's usage
+    assert message in err
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_ray_executor_without_ray_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = cli.importlib.util.find_spec
+    monkeypatch.setattr(
+        cli.importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a)
+    )
+    err = _usage_error(["run", "--datasets", "toy", "--models", "softmax", "--methods", "source",
+                        "--executor", "ray"], capsys)  # fmt: skip
+    assert "--executor ray needs the ray package: pip install 'adaptable-tta[ray]'" in err
+
+
+def test_unknown_names_are_rejected_before_any_work_each_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 11, defect 14: nothing loads or trains, and each problem is printed once."""
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("work started before the names were checked")
+
+    components = replace(TOY, load_dataset=no_work, train_model=no_work)
+    argv = [
+        "run", "--datasets", "toy", "nope", "--models", "softmax", "mlpp", "--methods", "source",
+        "tentt", "tentt", "--scenarios", "natural", "gaus", "--seeds", "0", "1", "2",
+        "--results", str(tmp_path / "r.jsonl"),
+    ]  # fmt: skip
+    err = _usage_error(argv, capsys, components)
+    assert "4 problems:" in err
+    for needle in ("unknown dataset 'nope'", "unknown model 'mlpp'", "unknown method 'tentt'",
+                   "unknown scenario 'gaus'"):  # fmt: skip
+        assert err.count(needle) == 1, needle
+    assert "choose from softmax" in err
+    err = _usage_error(["plot", "nofig", "--datasets", "nope"], capsys, components)
+    assert err.startswith("usage: adaptable plot ")
+    assert "unknown figure 'nofig'" in err and "unknown dataset 'nope'" in err
+    err = _usage_error(["reproduce", "main", "--models", "softmax"], capsys, components)
+    assert err.startswith("usage: adaptable reproduce ")
+    assert "has no rows for model(s) ['softmax']" in err
+
+
+def test_a_store_line_without_spec_is_rerun_not_a_crash(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = [
-        "reproduce",
-        "oracle",
-        "--seeds",
-        "0",
-        "--out",
-        str(tmp_path),
-        "--results",
-        str(tmp_path / "r.jsonl"),
-        "--no-progress",
-    ]
-    # the toy providers know none of the paper's datasets: all skipped, nothing silently dropped
-    assert cli.main(argv, components=testing.COMPONENTS) == 0
+    """Issue 11, defect 8: a key-only line used to count as finished, then raise KeyError."""
+    store = tmp_path / "r.jsonl"
+    spec = ExperimentSpec("toy", "natural", "softmax", "source", 0)
+    store.write_text(json.dumps({"key": spec.key}) + "\n")
+    argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source",
+            "--results", str(store), "--no-progress"]  # fmt: skip
+    with pytest.warns(UserWarning, match="no 'spec' field"):
+        assert cli.main(argv, components=TOY) == 0
+    out = capsys.readouterr().out
+    assert "1 experiments run, 0 reused" in out and "| toy | natural | softmax | source |" in out
+
+
+def test_help_lists_valid_names_without_rest_markup(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ([], ["run"], ["reproduce"], ["plot"], ["datasets"]):
+        with pytest.raises(SystemExit) as info:
+            cli.main([*command, "--help"], components=TOY)
+        assert info.value.code == 0
+        text = capsys.readouterr().out
+        assert "`" not in text and ":class:" not in text, command
+        if command == ["run"]:
+            assert "valid names:" in text
+            for needle in ("datasets:  toy, toy3", "models:    softmax", "prior",
+                           "scenarios: natural, sorted"):  # fmt: skip
+                assert needle in text, needle
+
+
+def test_version_and_python_dash_m(capsys: pytest.CaptureFixture[str]) -> None:
+    from adaptable import __version__
+
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out.strip() == f"adaptable {__version__}"
+    done = subprocess.run(
+        [sys.executable, "-m", "adaptable", "run", "--seeds", "-1"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and "usage: adaptable run" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_one_option_spelling_everywhere() -> None:
+    parser = cli.build_parser(TOY)
+    for command in (["run"], ["reproduce", "main"], ["plot"]):
+        args = parser.parse_args(
+            [*command, "--datasets", "a", "b", "--models", "m", "--seeds", "3"]
+        )
+        assert (args.datasets, args.models, args.seeds) == (["a", "b"], ["m"], [3])
+    # the old singular spelling of `plot` still works (argparse accepts unique prefixes)
+    old = parser.parse_args(["plot", "--dataset", "heloc", "--model", "mlp", "--seed", "2"])
+    assert (old.datasets, old.models, old.seeds) == (["heloc"], ["mlp"], [2])
+    assert parser.parse_args(["plot"]).datasets == ["hospital_readmission"]  # embedded data
+
+
+def test_reproduce_lists_skipped_datasets(tmp_path: Path) -> None:
+    argv = ["reproduce", "oracle", "--seeds", "0", "--out", str(tmp_path),
+            "--results", str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip
+    # the toy providers hold none of the paper's datasets: all skipped, nothing silently dropped
+    assert cli.main(argv, components=TOY) == 0
     text = (tmp_path / "oracle.md").read_text()
     assert "HELOC (`heloc`): toy data set 'heloc' is absent" in text
     assert "Voting (`voting`)" in text
     assert (tmp_path / "oracle.csv").exists()
 
 
-def test_figures_from_the_toy_providers(tmp_path: Path) -> None:
-    context = RunContext(components=testing.COMPONENTS)
-    written = plots.make_figures(
-        ["reliability", "label_distribution", "js_divergence", "temperature_mmd"],
-        dataset="toy", model="softmax", seed=0, out_dir=tmp_path, store=ResultStore(tmp_path / "r.jsonl"),
-        context=context, progress=False, method="prior",
-    )  # fmt: skip
-    for name, path in written.items():
-        assert path.endswith(".png"), (name, path)
-        assert Path(path).read_bytes()[:4] == b"\x89PNG"
-    skipped = plots.make_figures(["reliability"], dataset="nowhere", model="softmax", seed=0, out_dir=tmp_path,
-                                 store=ResultStore(tmp_path / "r.jsonl"), context=context, progress=False)  # fmt: skip
-    assert skipped["reliability"].startswith("skipped: toy data set 'nowhere' is absent")
-
-
-def test_sensitivity_and_efficiency_plots(tmp_path: Path) -> None:
-    frame = pd.DataFrame(
-        [
-            {"dataset": "heloc", "method": f"{p} = {v}", "metric": "macro_f1", "ours_mean": 60 + v, "ours_se": 0.5}
-            for p in ("alpha", "q_low") for v in (0.1, 0.2)
-        ]
-    )  # fmt: skip
-    assert plots.plot_sensitivity(frame, tmp_path / "s.png").exists()
-    eff = pd.DataFrame(
-        [
-            {"method": m, "metric": k, "ours_mean": v}
-            for m in ("A", "B")
-            for k, v in (("macro_f1", 60.0), ("ms_per_row", 0.1))
-        ]
+def test_reproduce_no_run_needs_only_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 13: tables rebuilt from the results store on a machine without the raw files."""
+    toy = run_experiment(
+        ExperimentSpec("toy", "natural", "softmax", "source", 0), RunContext(components=TOY)
     )
-    assert plots.plot_efficiency(eff, tmp_path / "e.png").exists()
-
-
-def test_reproduce_no_run_builds_tables_from_the_store(tmp_path: Path) -> None:
-    from adaptable.experiments import paper
-    from adaptable.experiments.runner import RunContext, run_experiment, stored_only
-    from adaptable.experiments.spec import ExperimentSpec
-
     store = ResultStore(tmp_path / "r.jsonl")
-    spec = ExperimentSpec("toy", "natural", "softmax", "source", 0)
-    store.append(run_experiment(spec, RunContext(components=testing.COMPONENTS)))
-    result = stored_only([spec, ExperimentSpec("toy", "natural", "softmax", "prior", 0)], store,
-                         RunContext(components=testing.COMPONENTS))  # fmt: skip
-    assert [r["key"] for r in result.records] == [spec.key] and result.ran == []
-    argv = [
-        "reproduce",
-        "oracle",
-        "--no-run",
-        "--seeds",
-        "0",
-        "--out",
-        str(tmp_path),
-        "--results",
-        str(store.path),
-    ]
-    assert cli.main(argv, components=testing.COMPONENTS) == 0
-    assert "toy data set 'heloc' is absent" in (tmp_path / "oracle.md").read_text()
-    assert paper.TABLES["oracle"].rows[2].option_dict == {"calibrator": "oracle_test_labels"}
+    for spec, f1 in zip(table_specs(TABLES["oracle"], [0], ["heloc"]), (0.61, 0.65, 0.9),
+                        strict=True):  # fmt: skip
+        store.append({**toy, "key": spec.key, "spec": spec.to_dict(),
+                      "metrics": {**toy["metrics"], "macro_f1": f1}})  # fmt: skip
+
+    def no_data(*args, **kwargs):
+        raise AssertionError("--no-run looked at the raw data")
+
+    components = replace(TOY, dataset_status=no_data, load_dataset=no_data)
+    empty = tmp_path / "no-data"
+    empty.mkdir()
+    argv = ["reproduce", "oracle", "--no-run", "--seeds", "0", "--out", str(tmp_path / "t"),
+            "--results", str(store.path), "--data-dir", str(empty)]  # fmt: skip
+    assert cli.main(argv, components=components) == 0
+    text = (tmp_path / "t" / "oracle.md").read_text()
+    assert "| mlp | AdapTable | 65.0" in text and "| mlp | Source | 61.0" in text
+    assert "Voting (`voting`): no results for this table in the results store" in text
+    assert "6 experiments (3 in the results store; --no-run runs none)" in capsys.readouterr().out
+
+
+def test_plot_says_up_front_how_many_experiments_it_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["plot", "label_distribution", "reliability", "--datasets", "toy", "--models",
+            "softmax", "--method", "prior", "--out", str(tmp_path), "--results",
+            str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first.startswith("2 figure(s) for 1 dataset / model / seed combination(s): ")
+    assert "2 experiments (0 already in the results store, 2 to run)" in first
+    assert "plus 1 calibration pass(es)" in first
+    assert (tmp_path / "label_distribution_toy_softmax_s0.png").is_file()
+    assert (tmp_path / "reliability_toy_softmax_s0.png").is_file()

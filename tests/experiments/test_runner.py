@@ -143,3 +143,47 @@ def test_only_the_oracle_study_passes_test_labels() -> None:
     assert not plain["uses_test_labels"] and oracle["uses_test_labels"]
     # mixing in the true labels half and half makes every prediction right
     assert oracle["metrics"]["accuracy"] == 1.0 > plain["metrics"]["accuracy"]
+
+
+def test_progress_names_the_source_model_and_stays_quiet_when_all_is_reused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 13: say which model trains (not a bar frozen at 0/N); no empty bars."""
+    clear_memo()
+    store = ResultStore(tmp_path / "r.jsonl")
+    specs = grid(["toy"], ["natural"], ["softmax"], ["source", "prior"], [0])
+    run_sweep(specs, store, context=CONTEXT, progress=True)
+    err = capsys.readouterr().err
+    assert "training or loading softmax on toy (seed 0)" in err
+    assert "1/1" in err  # the source-model bar finished ...
+    assert "experiments: 100%" in err and "2/2" in err  # ... before the experiments' bar ran
+    assert err.index("1/1") < err.index("experiments:")
+    again = run_sweep(specs, store, context=CONTEXT, progress=True)
+    assert len(again.reused) == 2
+    assert capsys.readouterr().err == ""  # everything reused: no bar at all
+
+
+def test_warnings_are_printed_above_the_progress_bar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import warnings
+
+    original = testing.ToySource.predict_proba
+
+    def noisy(self, X_batch, oracle_labels=None):
+        warnings.warn("a warning from inside an experiment", UserWarning, stacklevel=1)
+        return original(self, X_batch, oracle_labels)
+
+    monkeypatch.setattr(testing.ToySource, "predict_proba", noisy)
+    shown_before = warnings.showwarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        run_sweep([ExperimentSpec("toy", "natural", "softmax", "source", 0)],
+                  ResultStore(tmp_path / "r.jsonl"), context=CONTEXT, progress=True)  # fmt: skip
+    err = capsys.readouterr().err
+    warning_lines = [line for line in err.split("\n") if "UserWarning: a warning from" in line]
+    assert len(warning_lines) == 5  # one per batch
+    # each on a line of its own: tqdm.write clears the bar first (no bar text glued in front)
+    for line in warning_lines:
+        assert line.split("\r")[-1].startswith(f"{__file__}:"), line
+    assert warnings.showwarning is shown_before  # restored afterwards

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from adaptable import datasets, models
-from adaptable.models import registry
+from adaptable.models import cache, registry
+from adaptable.models.cache import CacheIntegrityWarning
 from adaptable.models.training import TrainingConfig
 
 FAST = {"overrides": {"d_block": 16}, "training": TrainingConfig(max_epochs=2)}
@@ -91,16 +92,98 @@ def test_supervised_cache_round_trip(name, task, tmp_path, monkeypatch):
     np.testing.assert_allclose(second.predict_proba(X), first.predict_proba(X), rtol=0, atol=1e-12)
     files = {p.name for p in (tmp_path / first.cache_info["key"]).iterdir()}
     native = {"logreg": "logreg.json", "xgboost": "xgboost.ubj", "catboost": "catboost.cbm"}
-    assert files == {"meta.json"} | ({native[name]} if name in native else set())
+    assert files == {"meta.json", "sha256.json"} | ({native[name]} if name in native else set())
+
+
+def _flip_a_byte(path, offset: int = -1) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _retrained_with_warning(task, tmp_path, match: str, **kwargs):
+    """Train again and check: one integrity warning naming ``match`` and the cache; a miss."""
+    with pytest.warns(CacheIntegrityWarning) as caught:
+        again = models.train("mlp", task, seed=0, cache_dir=tmp_path, **kwargs)
+    messages = [str(w.message) for w in caught]
+    assert any(match in m and str(tmp_path) in m for m in messages), messages
+    assert again.cache_info["hit"] is False
+    return again
 
 
 def test_a_damaged_entry_is_retrained_with_a_warning(task, tmp_path):
     first = models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST)
     (tmp_path / first.cache_info["key"] / "weights.safetensors").write_bytes(b"garbage")
-    with pytest.warns(UserWarning, match="unreadable"):
-        again = models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST)
-    assert again.cache_info["hit"] is False
+    again = _retrained_with_warning(task, tmp_path, "weights.safetensors", **FAST)
     np.testing.assert_array_equal(
         first.predict_logits(task.test.X), again.predict_logits(task.test.X)
     )
+    assert models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST).cache_info["hit"]
+
+
+def test_flipped_weight_bytes_and_edited_meta_are_detected(task, tmp_path):
+    """Issue 11, defect 4: a change that still parses must not load as a cache hit."""
+    first = models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST)
+    entry = tmp_path / first.cache_info["key"]
+    # One flipped bit inside the last tensor's data: the file is still valid safetensors.
+    _flip_a_byte(entry / "weights.safetensors")
+    again = _retrained_with_warning(task, tmp_path, "weights.safetensors", **FAST)
+    X = task.test.X
+    np.testing.assert_array_equal(first.predict_logits(X), again.predict_logits(X))
+    # Edited encoder means in meta.json: valid JSON, different predictions if loaded.
+    meta = json.loads((entry / "meta.json").read_text())
+    meta["encoder"]["mean"] = [v + 1.0 for v in meta["encoder"]["mean"]]
+    (entry / "meta.json").write_text(json.dumps(meta))
+    _retrained_with_warning(task, tmp_path, "meta.json", **FAST)
+    # The entry was replaced: the next call is a clean hit with the original predictions.
+    hit = models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST)
+    assert hit.cache_info["hit"] is True
+    np.testing.assert_array_equal(first.predict_logits(X), hit.predict_logits(X))
+
+
+def test_negated_logreg_coefficients_are_detected(task, tmp_path):
+    space = {"C": [1.0]}
+    first = models.train("logreg", task, seed=0, cache_dir=tmp_path, n_trials=1, search_space=space)
+    path = tmp_path / first.cache_info["key"] / "logreg.json"
+    stored = json.loads(path.read_text())
+    stored["coef"] = (-np.asarray(stored["coef"])).tolist()
+    path.write_text(json.dumps(stored))
+    with pytest.warns(CacheIntegrityWarning, match="logreg.json"):
+        again = models.train(
+            "logreg", task, seed=0, cache_dir=tmp_path, n_trials=1, search_space=space
+        )
+    assert again.cache_info["hit"] is False
+    np.testing.assert_allclose(again.predict_proba(task.test.X), first.predict_proba(task.test.X))
+
+
+@pytest.mark.parametrize(
+    "damage, problem",
+    [
+        (lambda text: text.encode("utf-16"), "not UTF-8"),  # defect 6
+        (lambda text: text[: len(text) // 2].encode(), "not valid JSON"),  # defect 7
+    ],
+    ids=["non-utf8", "truncated"],
+)
+def test_unreadable_meta_is_named_retrained_and_replaced(task, tmp_path, damage, problem):
+    """Issue 11, defects 6 and 7: the warning names meta.json and the cache, the model is
+    retrained, and the broken entry is replaced (so the next call is a hit again)."""
+    first = models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST)
+    entry = tmp_path / first.cache_info["key"]
+    text = (entry / "meta.json").read_text()
+    # Rewrite the checksums too, so that the parse itself (not the hash) must catch it.
+    (entry / "meta.json").write_bytes(damage(text))
+    sums = json.loads((entry / "sha256.json").read_text())
+    sums["files"]["meta.json"] = cache.sha256_of(entry / "meta.json")
+    (entry / "sha256.json").write_text(json.dumps(sums))
+    _retrained_with_warning(task, tmp_path, f"meta.json is {problem}", **FAST)
+    assert json.loads((entry / "meta.json").read_text())["name"] == "mlp"
+    assert models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST).cache_info["hit"]
+
+
+def test_an_entry_without_checksums_is_replaced(task, tmp_path):
+    first = models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST)
+    entry = tmp_path / first.cache_info["key"]
+    (entry / "sha256.json").unlink()  # an entry written before checksums existed
+    _retrained_with_warning(task, tmp_path, "sha256.json is missing", **FAST)
+    assert (entry / "sha256.json").is_file()
     assert models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST).cache_info["hit"]

@@ -7,6 +7,7 @@ import pytest
 from scipy.special import softmax
 
 from adaptable import models
+from adaptable.core.model_adapter import as_logit_function
 from adaptable.models.supervised import (
     SEARCH_SPACES,
     SUPERVISED,
@@ -132,10 +133,9 @@ def test_bad_inputs_are_refused(task):
 
 @pytest.mark.parametrize("name", list(SUPERVISED))
 def test_every_baseline_can_be_a_source_model_for_adaptable(name, task):
-    adapter = pytest.importorskip("adaptable.core.model_adapter")
     model = models.create(name, None, 3, **{k: v[0] for k, v in TINY[name].items()})
     model.fit(task.train.X, task.train.y)
-    logits = adapter.as_logit_function(model)(task.test.X.iloc[:9])
+    logits = as_logit_function(model)(task.test.X.iloc[:9])
     assert logits.shape == (9, 3)
     np.testing.assert_allclose(
         softmax(logits, axis=1), model.predict_proba(task.test.X.iloc[:9]), atol=1e-5

@@ -100,9 +100,7 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path:
     env = os.environ.get(DATA_DIR_ENV)
     if env:
         return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("adaptable")) / "data"
+    return default_data_dir()
 
 
 def find_file(
@@ -125,7 +123,25 @@ def find_file(
     raise DataFileError(
         f"Task {task!r} needs the raw file {candidates[0]!r} (plain or .gz) under the data "
         f"directory {str(data_dir)!r}, and it is not there. Obtain it from {obtain}. "
-        f"Point the loader at the directory with load(..., data_dir=...) or ${DATA_DIR_ENV}."
+        + data_dir_hint()
+    )
+
+
+def default_data_dir() -> Path:
+    """The data folder used when neither an argument nor ``$ADAPTABLE_DATA_DIR`` names one:
+    ``adaptable/data`` in the per-user cache directory (``~/.cache/adaptable/data`` on Linux)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("adaptable")) / "data"
+
+
+def data_dir_hint() -> str:
+    """The sentence every missing-file error ends with: the three ways to name the data folder
+    and the default one."""
+    return (
+        "Point adaptable at the folder holding the raw files with --data-dir DIR (command "
+        f"line), load(..., data_dir=DIR) (Python) or ${DATA_DIR_ENV}; the default is "
+        f"{str(default_data_dir())!r}."
     )
 
 
@@ -183,6 +199,85 @@ def require_columns(frame: pd.DataFrame, columns: Iterable[str], task: str, path
             f"{len(missing)} expected column(s) missing ({shown}). Found columns: "
             f"{', '.join(map(str, list(frame.columns)[:8]))}{' ...' if frame.shape[1] > 8 else ''}."
         )
+
+
+def require_numbers(
+    frame: pd.DataFrame,
+    columns: Iterable[str],
+    task: str,
+    path: Path | str,
+    *,
+    missing_ok: bool = False,
+    whole: bool = False,
+    first_line: int | None = 2,
+) -> None:
+    """Fail clearly when a column the task reads as numbers holds text, gaps or fractions.
+
+    A publisher's file holds numbers in these columns; text there (an edited cell), a missing
+    value where the publisher has none (a torn last line leaves NaN cells) or a fraction in a
+    count means the file is not the publisher's, and loading it anyway would put rows into the
+    wrong split or fail later with a message naming nothing.
+
+    Args:
+        columns: the columns to check (all must be present; see :func:`require_columns`).
+        missing_ok: the publisher's file has blanks in these columns.
+        whole: the values must be whole numbers (codes, counts).
+        first_line: the file line of the first data row (2 for a CSV with one header line);
+            ``None`` reports 1-based row numbers instead (binary formats).
+
+    Example:
+        >>> frame = pd.DataFrame({"age": ["31", "forty"]})
+        >>> require_numbers(frame, ["age"], "toy", "toy.csv")
+        Traceback (most recent call last):
+        ...
+        adaptable.datasets._base.DataFormatError: toy.csv (task 'toy'): column 'age' must hold numbers, but line 3 holds 'forty'. The file is not the publisher's (edited or corrupted); obtain a fresh copy.
+    """
+    name = Path(path).name
+
+    def where(position: int) -> str:
+        return f"row {position + 1}" if first_line is None else f"line {position + first_line}"
+
+    for column in columns:
+        values = frame[column].reset_index(drop=True)
+        numbers = (
+            values
+            if pd.api.types.is_numeric_dtype(values)
+            else pd.to_numeric(values, errors="coerce")
+        )
+        text = numbers.isna() & values.notna() & (values.astype(str).str.strip() != "")
+        problem = None
+        if pd.api.types.is_bool_dtype(values):
+            problem = "holds true/false values"
+        elif text.any():
+            position = int(np.flatnonzero(text.to_numpy())[0])
+            problem = (
+                f"must hold numbers, but {where(position)} holds {_plain(values.iloc[position])!r}"
+            )
+        elif not missing_ok and numbers.isna().any():
+            gaps = np.flatnonzero(numbers.isna().to_numpy())
+            problem = (
+                f"has {len(gaps)} missing value(s) (first at {where(int(gaps[0]))}); the "
+                "publisher's file has none there (a truncated last line leaves such gaps)"
+            )
+        elif whole:
+            finite = numbers.dropna().to_numpy(dtype=np.float64)
+            fractional = np.flatnonzero(finite != np.round(finite))
+            if len(fractional):
+                position = int(np.flatnonzero(numbers.notna().to_numpy())[fractional[0]])
+                problem = (
+                    f"must hold whole numbers, but {where(position)} holds "
+                    f"{_plain(values.iloc[position])!r}"
+                )
+        if problem is not None:
+            raise DataFormatError(
+                f"{name} (task {task!r}): column {column!r} {problem}. The file is not the "
+                "publisher's (edited or corrupted); obtain a fresh copy."
+            )
+
+
+def _plain(value: object) -> object:
+    # numpy scalars print as np.float64(2.5); a user reads 2.5.
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def read_csv_checked(path: Path, task: str, **kwargs: object) -> pd.DataFrame:

@@ -22,9 +22,11 @@ from adaptable.datasets._base import (
     ShiftDataset,
     as_category_strings,
     as_declared_int,
+    data_dir_hint,
     narrow_numerics,
     read_xport_checked,
     require_columns,
+    require_numbers,
 )
 
 TASK = "childhood_lead"
@@ -127,7 +129,7 @@ def find_cycles(data_dir: Path) -> tuple[list[Cycle], list[str]]:
             f"Task {TASK!r} needs, for at least one NHANES cycle, the demographics file and the "
             f"blood-lead laboratory file (for 2017-2018: DEMO_J.XPT and PBCD_J.XPT; plain or .gz, "
             f"any letter case, any folder layout) under {str(root)!r}. Found there: {seen}. "
-            f"Obtain them from {OBTAIN}."
+            f"Obtain them from {OBTAIN}. " + data_dir_hint()
         )
     return cycles, notes
 
@@ -142,10 +144,15 @@ def _read_cycle(cycle: Cycle) -> tuple[pd.DataFrame | None, str | None]:
     """One cycle's files joined on SEQN, or ``None`` and the reason it is skipped."""
     demo = read_xport_checked(cycle.demo, TASK, cycle.demo.name)
     require_columns(demo, DEMO_REQUIRED, TASK, cycle.demo)
+    # CDC stores these as SAS numeric variables; the respondent id is never blank.
+    require_numbers(demo, [ID_COLUMN], TASK, cycle.demo, first_line=None)
+    require_numbers(demo, DEMO_REQUIRED, TASK, cycle.demo, missing_ok=True, first_line=None)
     tables = [demo]
     for lab_path in cycle.labs:
         lab = read_xport_checked(lab_path, TASK, lab_path.name)
         require_columns(lab, LAB_REQUIRED, TASK, lab_path)
+        require_numbers(lab, [ID_COLUMN], TASK, lab_path, first_line=None)
+        require_numbers(lab, LAB_REQUIRED, TASK, lab_path, missing_ok=True, first_line=None)
         tables.append(lab)
     # TableShift joins a cycle's files with an integrity check and silently skips the whole
     # cycle when two files share a column other than SEQN (this very probably drops 2001-02,
@@ -191,7 +198,7 @@ def prepare_childhood_lead(data_dir: Path) -> PreparedTable:
     if not frames:
         raise DataFileError(
             f"Task {TASK!r}: no usable NHANES cycle under {str(data_dir / FOLDER)!r} "
-            f"({'; '.join(notes)}). Obtain the files from {OBTAIN}."
+            f"({'; '.join(notes)}). Obtain the files from {OBTAIN}. " + data_dir_hint()
         )
     raw = pd.concat(frames, ignore_index=True)
     for col in DEMO_OPTIONAL:  # absent from early cycles (RIDRETH3, DMDBORN4 from 2011)

@@ -24,9 +24,11 @@ from adaptable.datasets._base import (
     ShiftDataset,
     as_category_strings,
     as_declared_int,
+    data_dir_hint,
     narrow_numerics,
     read_xport_checked,
     require_columns,
+    require_numbers,
 )
 
 TASK = "diabetes"
@@ -117,7 +119,8 @@ def find_year_files(data_dir: Path) -> dict[int, Path]:
         raise DataFileError(
             f"Task {TASK!r} needs the BRFSS files LLCP2015XPT.zip, LLCP2017XPT.zip, "
             f"LLCP2019XPT.zip and LLCP2021XPT.zip (or the LLCP<year>.XPT inside them, plain or "
-            f".gz) under {str(data_dir / FOLDER)!r}; none found. Obtain them from {OBTAIN}."
+            f".gz) under {str(data_dir / FOLDER)!r}; none found. Obtain them from {OBTAIN}. "
+            + data_dir_hint()
         )
     return {year: found[year][0] for year in sorted(found)}
 
@@ -163,6 +166,10 @@ def _read_year(year: int, path: Path) -> tuple[pd.DataFrame, list[str]]:
             notes.append(f"{path.name}: several of {present} present; {present[0]} used.")
         renamed[common] = raw[present[0]]
     frame = pd.concat([raw[COMMON], pd.DataFrame(renamed)], axis=1)
+    # The target, the split variable and the numerical features are SAS numeric codes in
+    # CDC's files (IYEAR is text and parsed below).
+    coded = [TARGET, "_PRACE1", "SEX", "PHYSHLTH", "MENTHLTH", "_BMI5", "DRNK_PER_WEEK"]
+    require_numbers(frame, coded, TASK, path, missing_ok=True, first_line=None)
     frame["IYEAR"] = _parse_year(frame["IYEAR"], path)
     # The CHOL_CHK recode keys on the interview year (2015 only), not the file year.
     chol = frame["CHOL_CHK_PAST_5_YEARS"]

@@ -17,6 +17,7 @@ from adaptable.datasets._base import (
     narrow_numerics,
     read_csv_checked,
     require_columns,
+    require_numbers,
 )
 
 TASK = "heloc"
@@ -27,6 +28,7 @@ OBTAIN = (
 )
 RAW_ROWS = 10_459
 TARGET = "RiskPerformance"
+SPLIT_COLUMN = "ExternalRiskEstimate"
 NUMERICAL = [
     "MSinceOldestTradeOpen", "MSinceMostRecentTradeOpen", "AverageMInFile",
     "NumSatisfactoryTrades", "NumTrades60Ever2DerogPubRec", "NumTrades90Ever2DerogPubRec",
@@ -46,12 +48,16 @@ def load_heloc(data_dir: Path) -> ShiftDataset:
         data_dir: the data directory holding ``heloc/heloc_dataset_v1.csv`` (plain or .gz).
 
     Raises:
-        DataFileError: the file is absent. DataFormatError: wrong columns, row count or labels.
+        DataFileError: the file is absent. DataFormatError: wrong columns, row count, labels,
+        or a feature / split column holding text, gaps or fractions.
     """
     path = find_file(data_dir, TASK, FILES, OBTAIN)
     raw = read_csv_checked(path, TASK)
-    require_columns(raw, [TARGET, "ExternalRiskEstimate", *NUMERICAL, *CATEGORICAL], TASK, path)
+    require_columns(raw, [TARGET, SPLIT_COLUMN, *NUMERICAL, *CATEGORICAL], TASK, path)
     check_row_count(raw, RAW_ROWS, TASK, path)
+    # Every HELOC feature, and the split variable, is a whole number in FICO's file (special
+    # values are negative codes, never blanks): a gap or a word means an edited or torn file.
+    require_numbers(raw, [SPLIT_COLUMN, *NUMERICAL, *CATEGORICAL], TASK, path, whole=True)
     labels = raw[TARGET].astype(str).str.strip()
     unknown = sorted(set(labels) - {"Good", "Bad"})
     if unknown:
@@ -61,7 +67,7 @@ def load_heloc(data_dir: Path) -> ShiftDataset:
     target = (labels == "Good").to_numpy().astype(np.int64)
     # The split variable: TableShift's ExternalRiskEstimateLow; training is the LOW-score side
     # (the paper's prose says the opposite; the code, counts and class balance agree on this).
-    low_score = (raw["ExternalRiskEstimate"] <= 63).to_numpy()
+    low_score = (raw[SPLIT_COLUMN] <= 63).to_numpy()
 
     table = narrow_numerics(raw[[c for c in raw.columns if c in NUMERICAL or c in CATEGORICAL]])
     for col in table.columns:

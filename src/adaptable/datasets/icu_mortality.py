@@ -21,7 +21,9 @@ from adaptable.datasets._base import (
     PreparedTable,
     ShiftDataset,
     as_category_strings,
+    data_dir_hint,
     require_columns,
+    require_numbers,
 )
 
 TASK = "icu_mortality"
@@ -129,7 +131,7 @@ def locate(data_dir: Path) -> Path:
     raise DataFileError(
         f"Task {TASK!r} needs the raw file {FILE!r} (MIMIC-Extract output) under the data "
         f"directory {str(data_dir)!r}, e.g. as {FILES[0]!r}, and it is not there. Obtain it "
-        f"from {OBTAIN}."
+        f"from {OBTAIN}. " + data_dir_hint()
     )
 
 
@@ -231,6 +233,14 @@ def prepare_icu_mortality(data_dir: Path) -> PreparedTable:
     patients = _read_table(path, "patients")
     _check_index(patients, ID_LEVELS, "patients", path)
     require_columns(patients, PATIENT_COLUMNS, TASK, path)
+    require_numbers(patients, [TARGET, "max_hours"], TASK, path, whole=True, first_line=None)
+    require_numbers(patients, ["age"], TASK, path, missing_ok=True, first_line=None)
+    insurance_seen = set(patients[SPLIT_COLUMN].dropna().astype(str))
+    if not insurance_seen & {*ID_INSURANCE, *OOD_INSURANCE}:
+        raise DataFormatError(
+            f"{path.name} (task {TASK!r}): column {SPLIT_COLUMN!r} holds none of "
+            f"{', '.join((*ID_INSURANCE, *OOD_INSURANCE))}; found {sorted(insurance_seen)[:5]}."
+        )
     vitals = _read_table(path, "vitals_labs")
     _check_index(vitals, [*ID_LEVELS, HOUR_LEVEL], "vitals_labs", path)
     if vitals.columns.nlevels != 2 or not {"mean", "count"} <= set(

@@ -19,10 +19,12 @@ from adaptable.datasets._base import (
     as_declared_int,
     build_dataset,
     check_row_count,
+    data_dir_hint,
     find_file,
     narrow_numerics,
     read_csv_checked,
     require_columns,
+    require_numbers,
 )
 
 TASK = "hospital_readmission"
@@ -35,6 +37,7 @@ OBTAIN = (
 EMBEDDED = "diabetic_data.csv.gz"
 RAW_ROWS = 101_766
 TARGET = "readmitted"
+LABELS = ("NO", "<30", ">30")
 SPLIT_COLUMN = "admission_source_id"
 EMERGENCY_ROOM = 7
 NUMERICAL = [
@@ -68,7 +71,7 @@ def locate(data_dir: Path | None) -> tuple[object, str]:
         return embedded, "embedded copy (UCI, CC BY 4.0)"
     raise DataFileError(
         f"Task {TASK!r} needs diabetic_data.csv (plain or .gz) or dataset_diabetes.zip under "
-        f"{str(data_dir)!r}; none found. Obtain it from {OBTAIN}."
+        f"{str(data_dir)!r}; none found. Obtain it from {OBTAIN}. " + data_dir_hint()
     )
 
 
@@ -104,9 +107,20 @@ def load_readmission(data_dir: Path | None) -> ShiftDataset:
     name = Path(str(source))
     require_columns(raw, [TARGET, SPLIT_COLUMN, *NUMERICAL, *CATEGORICAL], TASK, name)
     check_row_count(raw, RAW_ROWS, TASK, name)
+    # UCI's file: whole-number ids and counts without gaps, three readmission labels.
+    counts = [c for c in NUMERICAL if c not in ("race", "gender")]
+    require_numbers(raw, [SPLIT_COLUMN, *counts], TASK, name, whole=True)
+    unknown = sorted(set(raw[TARGET].dropna().astype(str)) - set(LABELS)) or (
+        ["<missing>"] if raw[TARGET].isna().any() else []
+    )
+    if unknown:
+        raise DataFormatError(
+            f"{name.name} (task {TASK!r}): column {TARGET!r} must hold {', '.join(LABELS)}; "
+            f"found {unknown[:5]}. The file is not the publisher's (edited or corrupted)."
+        )
     raw = raw[raw["race"].notna()].reset_index(drop=True)
     target = (raw[TARGET].astype(str) != "NO").to_numpy().astype(np.int64)
-    split_values = pd.to_numeric(raw[SPLIT_COLUMN], errors="coerce")
+    split_values = raw[SPLIT_COLUMN]
 
     table = narrow_numerics(raw[[c for c in raw.columns if c in NUMERICAL or c in CATEGORICAL]])
     for col in table.columns:

@@ -24,6 +24,7 @@ from adaptable.datasets._base import (
     narrow_numerics,
     read_csv_checked,
     require_columns,
+    require_numbers,
 )
 
 TASK = "voting"
@@ -110,6 +111,10 @@ def prepare_voting(data_dir: Path) -> PreparedTable:
     """
     path = locate(data_dir)
     raw = _read(path)
+    # ANES codes these as numbers, blanks allowed; a word in one would silently become a blank
+    # below (and a row with a worded region would go in-domain).
+    coded = [TARGET, SPLIT_COLUMN, *NUMERICAL, *GROUPERS]
+    require_numbers(raw, coded, TASK, path, missing_ok=True, whole=True)
     # Row filter: only a missing target drops a row (no year filter; dropna is disabled).
     raw = raw[raw[TARGET].notna()].reset_index(drop=True)
     if len(raw) == 0:

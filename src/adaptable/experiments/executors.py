@@ -16,9 +16,9 @@ from typing import Any
 
 def _init_worker(threads: int) -> None:
     # Each worker gets its own small share of the cores instead of every worker using all.
-    from adaptable.experiments.runner import _limit_threads
+    from adaptable.experiments.runner import limit_threads
 
-    _limit_threads(threads)
+    limit_threads(threads)
 
 
 class LocalExecutor:

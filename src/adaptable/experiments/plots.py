@@ -1,18 +1,22 @@
-"""The paper's figures as PNG files (matplotlib, Agg backend).
+"""The paper's figures, drawn from results (matplotlib, Agg backend). Nothing here runs an
+experiment: :mod:`adaptable.experiments.figures` gathers the data and calls these.
 
 * reliability diagrams of the source model before and after the calibrator's per-row
   temperatures (``softmax(z)`` vs ``softmax(z / T_i)``) on the natural test stream;
-* label-distribution histograms: source prior, true target prior, pseudo-label frequencies of
-  the unadapted model and AdapTable's estimate (mean over batches);
+* label-distribution bars: source prior, true target prior, pseudo-label frequencies of the
+  unadapted model and AdapTable's estimate (mean over batches);
 * Jensen-Shannon divergence to the true batch label distribution, per batch, before (the
   unadapted model's mean prediction) and after the label distribution handler (its estimate);
 * average temperature against the MMD between the source data and test batches (natural stream
-  and corruptions);
+  and corruptions), with degenerate scenarios drawn but left out of the correlation;
 * hyperparameter sensitivity (macro-F1 against alpha, q_low, q_high);
 * efficiency (time per test row against macro-F1).
 
-Every function takes plain data and a path; :func:`make_figures` runs (or reuses from the
-results store) the experiments the figures need.
+Each ``plot_*`` function returns the matplotlib ``Figure``; :func:`save_figure` writes it.
+
+>>> fig = plot_label_distributions({"source": [0.7, 0.3], "target": [0.4, 0.6]}, ["no", "yes"])
+>>> len(fig.axes[0].patches)
+4
 """
 
 from __future__ import annotations
@@ -26,16 +30,10 @@ import numpy as np
 
 from adaptable.experiments import metrics as _metrics
 
-#: scenarios sampled for the temperature-vs-MMD figure (those the shift registry lacks are skipped)
-MMD_SCENARIOS = (
-    "natural",
-    "gaussian",
-    "uniform",
-    "random_drop",
-    "column_drop",
-    "numerical",
-    "categorical",
-)
+#: the smallest macro-F1 range (points) the sensitivity figure's y axis shows
+SENSITIVITY_MIN_SPAN = 2.0
+# Markers cycle with colours so that up to 40 methods stay distinguishable in one legend.
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def _pyplot() -> Any:
@@ -47,17 +45,16 @@ def _pyplot() -> Any:
     return plt
 
 
-def _save(fig: Any, path: Path) -> Path:
+def save_figure(fig: Any, path: str | Path) -> Path:
+    """Write ``fig`` as a PNG (folders created) and free it; returns the path."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     _pyplot().close(fig)
     return path
 
 
-def plot_reliability(
-    panels: Mapping[str, Mapping[str, Sequence[float]]], path: Path, title: str = ""
-) -> Path:
+def plot_reliability(panels: Mapping[str, Mapping[str, Sequence[float]]], title: str = "") -> Any:
     """One reliability diagram per panel.
 
     Args:
@@ -65,57 +62,45 @@ def plot_reliability(
             returned by :func:`adaptable.experiments.metrics.reliability_bins`).
     """
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.0), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.2), squeeze=False)
     for ax, (name, bins) in zip(axes[0], panels.items(), strict=True):
         count = np.asarray(bins["count"], dtype=float)
         n_bins = len(count)
         edges = np.linspace(0.0, 1.0, n_bins + 1)
-        accuracy = np.where(count > 0, bins["accuracy"], 0.0)
-        ax.bar(
-            edges[:-1],
-            accuracy,
-            width=1.0 / n_bins,
-            align="edge",
-            edgecolor="black",
-            label="accuracy",
-        )
         shown = count > 0
-        gap_bottom = np.minimum(accuracy, bins["confidence"])
-        gap = np.abs(np.asarray(bins["confidence"]) - accuracy)
-        ax.bar(edges[:-1][shown], gap[shown], bottom=gap_bottom[shown], width=1.0 / n_bins, align="edge",
-               color="tab:red", alpha=0.3, label="gap")  # fmt: skip
+        accuracy = np.where(shown, bins["accuracy"], 0.0)
+        confidence = np.asarray(bins["confidence"], dtype=float)
+        ax.bar(edges[:-1][shown], accuracy[shown], width=1.0 / n_bins, align="edge",
+               edgecolor="black", label="accuracy")  # fmt: skip
+        gap = np.abs(confidence - accuracy)
+        ax.bar(edges[:-1][shown], gap[shown], bottom=np.minimum(accuracy, confidence)[shown],
+               width=1.0 / n_bins, align="edge", color="tab:red", alpha=0.3, label="gap")  # fmt: skip
         ax.plot([0, 1], [0, 1], "k--", linewidth=1)
         ece = float((count * gap).sum() / max(count.sum(), 1.0))
-        ax.set(
-            xlim=(0, 1),
-            ylim=(0, 1),
-            xlabel="confidence",
-            ylabel="accuracy",
-            title=f"{name}\nECE {100 * ece:.1f}%",
-        )
+        ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence", ylabel="accuracy",
+               title=f"{name}\nECE {100 * ece:.1f}%")  # fmt: skip
         ax.legend(loc="upper left")
     if title:
         fig.suptitle(title)
-    return _save(fig, path)
+    fig.tight_layout()
+    return fig
 
 
 def plot_label_distributions(
-    distributions: Mapping[str, Sequence[float]],
-    classes: Sequence[str],
-    path: Path,
-    title: str = "",
-) -> Path:
+    distributions: Mapping[str, Sequence[float]], classes: Sequence[str], title: str = ""
+) -> Any:
     """Grouped bars: one group per class, one bar per distribution (source, target, ...)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(classes) * max(1, len(distributions)) / 2, 3.8))
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.2 + 1.5 * len(classes)), 4.0))
     width = 0.8 / max(1, len(distributions))
     x = np.arange(len(classes))
     for k, (name, values) in enumerate(distributions.items()):
         ax.bar(x + k * width - 0.4 + width / 2, values, width=width, label=name)
-    ax.set_xticks(x, classes)
-    ax.set(ylabel="probability", ylim=(0, 1), title=title)
+    ax.set_xticks(x, list(classes))
+    ax.set(xlabel="class", ylabel="probability", ylim=(0, 1), title=title)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    fig.tight_layout()
+    return fig
 
 
 def js_per_batch(traces: Mapping[str, Sequence[Any]], field: str) -> list[float]:
@@ -131,50 +116,74 @@ def js_per_batch(traces: Mapping[str, Sequence[Any]], field: str) -> list[float]
     return out
 
 
-def plot_js_divergence(series: Mapping[str, Sequence[float]], path: Path, title: str = "") -> Path:
-    """JS divergence per online batch, one line per series."""
+def plot_js_divergence(series: Mapping[str, Sequence[float]], title: str = "") -> Any:
+    """JS divergence per online batch, one line per series (legend gives each mean)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for name, values in series.items():
-        ax.plot(
-            np.arange(len(values)),
-            values,
-            label=f"{name} (mean {np.nanmean(values):.3f})",
-            linewidth=1,
-        )
+        ax.plot(np.arange(len(values)), values, linewidth=1,
+                label=f"{name} (mean {np.nanmean(values):.3f})")  # fmt: skip
     ax.set(xlabel="online batch index", ylabel="JS divergence to true labels", title=title)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    fig.tight_layout()
+    return fig
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float:
+    """Pearson correlation, NaN when fewer than three points or either side is constant."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) < 3 or x.std() == 0 or y.std() == 0:
+        return math.nan
+    return float(np.corrcoef(x, y)[0, 1])
 
 
 def plot_temperature_vs_mmd(
-    points: Sequence[Mapping[str, Any]], path: Path, title: str = ""
-) -> Path:
-    """Scatter of ``mmd`` against ``temperature``, coloured by ``scenario``."""
+    points: Sequence[Mapping[str, Any]],
+    title: str = "",
+    degenerate: Mapping[str, str] | None = None,
+) -> Any:
+    """Scatter of ``temperature`` against ``mmd``, one colour per ``scenario``.
+
+    Args:
+        points: ``{"scenario", "mmd", "temperature"}`` per batch.
+        degenerate: scenario -> why it is degenerate (e.g. its stream repeats one test row).
+            Its points are drawn hollow, left out of the correlation in the title (which a
+            handful of repeated rows would otherwise decide) and out of the axis limits (so
+            that they do not squash the other points into a corner); the legend gives where
+            they lie.
+    """
+    degenerate = dict(degenerate or {})
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(5.5, 4.0))
+    fig, ax = plt.subplots(figsize=(9.0, 4.6))
+    kept = [p for p in points if p["scenario"] not in degenerate]
     for scenario in dict.fromkeys(p["scenario"] for p in points):
         chosen = [p for p in points if p["scenario"] == scenario]
-        ax.scatter(
-            [p["mmd"] for p in chosen], [p["temperature"] for p in chosen], s=10, label=scenario
-        )
-    mmd = np.array([p["mmd"] for p in points])
-    temperature = np.array([p["temperature"] for p in points])
-    corr = (
-        float(np.corrcoef(mmd, temperature)[0, 1])
-        if len(points) > 2 and mmd.std() > 0 and temperature.std() > 0
-        else math.nan
-    )
-    ax.set(
-        xlabel="MMD to the source data",
-        ylabel="average temperature",
-        title=f"{title}\nPearson r = {corr:.2f}",
-    )
-    ax.legend(fontsize=7)
-    return _save(fig, path)
+        mmd = [p["mmd"] for p in chosen]
+        temperature = [p["temperature"] for p in chosen]
+        if scenario in degenerate:
+            where = f"at MMD {np.mean(mmd):.2f}, T {np.mean(temperature):.2f}"
+            ax.scatter(mmd, temperature, s=18, facecolors="none", edgecolors="grey",
+                       label=f"{scenario} (left out: {degenerate[scenario]}; {where})")  # fmt: skip
+        else:
+            ax.scatter(mmd, temperature, s=12, label=scenario)
+    if kept and len(kept) < len(points):
+        for axis, field in ((ax.set_xlim, "mmd"), (ax.set_ylim, "temperature")):
+            values = np.array([p[field] for p in kept], dtype=float)
+            pad = 0.1 * (values.max() - values.min()) or 0.05 * abs(values.max()) or 0.1
+            axis(values.min() - pad, values.max() + pad)
+    corr = pearson([p["mmd"] for p in kept], [p["temperature"] for p in kept])
+    note = f"Pearson r = {corr:.2f} over {len(kept)} batches"
+    if degenerate:
+        note += f" (without {', '.join(degenerate)})"
+    ax.set(xlabel="MMD to the source data", ylabel="average temperature",
+           title=f"{title}\n{note}" if title else note)  # fmt: skip
+    # Beside the axes: inside, it would hide points wherever it went.
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+    fig.tight_layout()
+    return fig
 
 
-def plot_sensitivity(frame: Any, path: Path, title: str = "") -> Path:
+def plot_sensitivity(frame: Any, title: str = "") -> Any:
     """Macro-F1 against each hyperparameter value (from ``tables.compare(TABLES['sensitivity'])``)."""
     plt = _pyplot()
     data = frame[frame["metric"] == "macro_f1"].copy()
@@ -182,256 +191,49 @@ def plot_sensitivity(frame: Any, path: Path, title: str = "") -> Path:
     data["value"] = data["method"].str.split(" = ").str[1].astype(float)
     parameters = list(dict.fromkeys(data["parameter"]))
     fig, axes = plt.subplots(
-        1, len(parameters), figsize=(4.0 * len(parameters), 3.4), squeeze=False
+        1, len(parameters), figsize=(4.0 * len(parameters), 3.6), squeeze=False, sharey=True
     )
     for ax, parameter in zip(axes[0], parameters, strict=True):
         for dataset, group in data[data["parameter"] == parameter].groupby("dataset", sort=False):
-            ax.errorbar(
-                group["value"],
-                group["ours_mean"],
-                yerr=group["ours_se"].fillna(0),
-                marker="o",
-                label=dataset,
-                capsize=3,
-            )
-        ax.set(xlabel=parameter, ylabel="macro-F1 (%)")
+            ax.errorbar(group["value"], group["ours_mean"], yerr=group["ours_se"].fillna(0),
+                        marker="o", label=dataset, capsize=3)  # fmt: skip
+        ax.set(xlabel=parameter)
         ax.legend(fontsize=8)
+    axes[0][0].set_ylabel("macro-F1 (%)")
+    # At least MIN_SPAN points of macro-F1 on the shared axis, so that differences of a few
+    # hundredths of a point do not fill the panel and look like a strong effect.
+    values = data["ours_mean"].dropna().to_numpy(dtype=float)
+    if len(values):
+        low, high = float(values.min()), float(values.max())
+        half = max(high - low, SENSITIVITY_MIN_SPAN) / 2 * 1.15
+        axes[0][0].set_ylim((low + high) / 2 - half, (low + high) / 2 + half)
     if title:
         fig.suptitle(title)
-    return _save(fig, path)
+    fig.tight_layout()
+    return fig
 
 
-def plot_efficiency(frame: Any, path: Path, title: str = "") -> Path:
-    """Time per test row (log scale) against macro-F1, one point per method."""
+def plot_efficiency(frame: Any, title: str = "") -> Any:
+    """Time per test row (log scale) against macro-F1, one point per method.
+
+    Methods are told apart by colour and marker in a legend beside the axes rather than by
+    text next to each point, because methods of similar speed and accuracy would print their
+    names on top of each other.
+    """
     plt = _pyplot()
     f1 = frame[frame["metric"] == "macro_f1"].set_index("method")["ours_mean"]
     ms = frame[frame["metric"] == "ms_per_row"].set_index("method")["ours_mean"]
-    fig, ax = plt.subplots(figsize=(5.5, 4.0))
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    drawn = 0
     for method in f1.index:
         if method in ms.index and not (math.isnan(ms[method]) or math.isnan(f1[method])):
-            ax.scatter(ms[method], f1[method])
-            ax.annotate(
-                method,
-                (ms[method], f1[method]),
-                fontsize=7,
-                xytext=(3, 3),
-                textcoords="offset points",
-            )
+            ax.scatter(ms[method], f1[method], s=40, marker=_MARKERS[drawn % len(_MARKERS)],
+                       color=f"C{drawn % 10}", label=method)  # fmt: skip
+            drawn += 1
     ax.set_xscale("log")
-    ax.set(
-        xlabel="adaptation time per test row (ms, log scale)", ylabel="macro-F1 (%)", title=title
-    )
-    return _save(fig, path)
-
-
-# --------------------------------------------------------------------------- analysis pass
-def calibration_analysis(
-    dataset_name: str,
-    model_name: str,
-    seed: int,
-    context: Any,
-    *,
-    method: str = "adaptable",
-    scenarios: Sequence[str] = MMD_SCENARIOS,
-    max_batches: int = 25,
-    source_rows: int = 256,
-    batch_size: int = 64,
-) -> dict[str, Any]:
-    """Run the method over sampled test batches, recording what the calibrator does.
-
-    Returns ``before`` / ``after`` reliability bins over the natural stream (``softmax(z)`` and
-    ``softmax(z / T_i)`` with the method's per-row temperatures) and ``points``: one
-    ``{"scenario", "mmd", "temperature"}`` per batch (at most ``max_batches`` per scenario).
-    Raises ``ValueError`` when the method exposes no per-row temperatures.
-    """
-    from adaptable.core.model_adapter import as_logit_function
-    from adaptable.datasets import fit_encoder
-    from adaptable.experiments.runner import _dataset, method_state, source_model
-
-    dataset = _dataset(dataset_name, context)
-    model = source_model(dataset_name, model_name, seed, context)
-    logits_of = as_logit_function(model)
-    adapter = context.components.create_method(method)
-    adapter.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
-    encoder = fit_encoder(dataset)
-    rng = np.random.default_rng(seed)
-    rows = rng.choice(
-        len(dataset.train.y), size=min(source_rows, len(dataset.train.y)), replace=False
-    )
-    source = encoder.transform(dataset.train.X.iloc[rows])
-    # One kernel width for every batch (the source sample's median distance), so MMDs compare.
-    sq = np.sum(source.astype(np.float64) ** 2, axis=1)
-    dist = np.maximum(sq[:, None] + sq[None, :] - 2.0 * source @ source.T, 0.0)
-    bandwidth = float(np.sqrt(np.median(dist[np.triu_indices(len(source), k=1)]))) or 1.0
-
-    labels, before, after, points, skipped = [], [], [], [], {}
-    for scenario in scenarios:
-        try:
-            stream = context.components.apply_shift(scenario, dataset, seed)
-        except (KeyError, ValueError, NotImplementedError) as err:
-            skipped[scenario] = str(err)
-            continue
-        adapter.reset()
-        for index, (X_batch, y_batch) in enumerate(stream.batches(batch_size)):
-            if index >= max_batches and scenario != "natural":
-                break
-            adapter.predict_proba(X_batch)
-            _, temperature = method_state(adapter)
-            if temperature is None or not np.isfinite(temperature).any():
-                raise ValueError(f"method {method!r} exposes no per-row temperatures in its state")
-            if scenario == "natural":
-                z = np.asarray(logits_of(X_batch), dtype=np.float64)
-                t = (
-                    temperature.reshape(-1, 1)
-                    if temperature.size == len(z)
-                    else float(np.mean(temperature))
-                )
-                labels.append(np.asarray(y_batch))
-                before.append(_softmax(z))
-                after.append(_softmax(z / t))
-            if index < max_batches:
-                mmd = _metrics.mmd_rbf(encoder.transform(X_batch), source, bandwidth=bandwidth)
-                points.append(
-                    {"scenario": scenario, "mmd": mmd, "temperature": float(np.mean(temperature))}
-                )
-    if not labels:
-        raise ValueError("the natural stream yielded no batches")
-    y = np.concatenate(labels)
-    return {
-        "before": _metrics.reliability_bins(y, np.concatenate(before)),
-        "after": _metrics.reliability_bins(y, np.concatenate(after)),
-        "points": points,
-        "skipped_scenarios": skipped,
-    }
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def _mean_distribution(traces: Mapping[str, Sequence[Any]], field: str) -> list[float] | None:
-    values = [(v, n) for v, n in zip(traces[field], traces["size"], strict=True) if v is not None]
-    if not values:
-        return None
-    total = sum(n for _, n in values)
-    return (sum(np.asarray(v) * n for v, n in values) / total).tolist()
-
-
-def make_figures(
-    figures: Sequence[str],
-    *,
-    dataset: str,
-    model: str,
-    seed: int,
-    out_dir: Path,
-    store: Any,
-    context: Any,
-    executor: Any = None,
-    progress: bool = True,
-    method: str = "adaptable",
-) -> dict[str, str]:
-    """Draw the requested figures; returns figure -> PNG path, or ``"skipped: reason"``."""
-    from adaptable.experiments.paper import TABLES
-    from adaptable.experiments.runner import run_sweep
-    from adaptable.experiments.spec import ExperimentSpec
-    from adaptable.experiments.tables import compare, table_specs
-
-    out_dir = Path(out_dir)
-    done: dict[str, str] = {}
-    tag = f"{dataset}, {model}, seed {seed}"
-    reason = context.components.dataset_status(dataset, context.data_dir)
-    if reason is not None:
-        return {name: f"skipped: {reason}" for name in figures}
-
-    if {"label_distribution", "js_divergence"} & set(figures):
-        specs = [ExperimentSpec(dataset, "natural", model, m, seed) for m in ("source", method)]
-        result = run_sweep(specs, store, context=context, executor=executor, progress=progress)
-        by_method = {r["spec"]["method"]: r for r in result.records}
-        if len(by_method) < 2:
-            for name in ("label_distribution", "js_divergence"):
-                done[name] = f"skipped: experiments failed: {result.failures}"
-        else:
-            base, adapted = by_method["source"], by_method[method]
-            if "label_distribution" in figures:
-                estimate = _mean_distribution(adapted["traces"], "estimate")
-                dists = {
-                    "source prior": base["source_prior"],
-                    "target (true)": base["target_prior"],
-                    "pseudo-labels (source model)": _mean_distribution(base["traces"], "pseudo"),
-                }
-                if estimate is not None:
-                    dists[f"{method} estimate"] = estimate
-                classes = [str(k) for k in range(base["n_classes"])]
-                done["label_distribution"] = str(
-                    plot_label_distributions(
-                        dists,
-                        classes,
-                        out_dir / f"label_distribution_{dataset}_{model}_s{seed}.png",
-                        f"Label distributions ({tag})",
-                    )
-                )
-            if "js_divergence" in figures:
-                series = {
-                    "before (model's mean prediction)": js_per_batch(base["traces"], "predicted")
-                }
-                if any(v is not None for v in adapted["traces"]["estimate"]):
-                    series[f"after ({method}'s estimate)"] = js_per_batch(
-                        adapted["traces"], "estimate"
-                    )
-                done["js_divergence"] = str(
-                    plot_js_divergence(
-                        series,
-                        out_dir / f"js_divergence_{dataset}_{model}_s{seed}.png",
-                        f"JS divergence per batch ({tag})",
-                    )
-                )
-
-    if {"reliability", "temperature_mmd"} & set(figures):
-        try:
-            analysis = calibration_analysis(dataset, model, seed, context, method=method)
-        except (ValueError, TypeError, KeyError) as err:
-            for name in ("reliability", "temperature_mmd"):
-                if name in figures:
-                    done[name] = f"skipped: {err}"
-        else:
-            if "reliability" in figures:
-                panels = {
-                    "before calibration": analysis["before"],
-                    "after calibration": analysis["after"],
-                }
-                done["reliability"] = str(
-                    plot_reliability(
-                        panels,
-                        out_dir / f"reliability_{dataset}_{model}_s{seed}.png",
-                        f"Reliability ({tag})",
-                    )
-                )
-            if "temperature_mmd" in figures:
-                done["temperature_mmd"] = str(
-                    plot_temperature_vs_mmd(
-                        analysis["points"],
-                        out_dir / f"temperature_mmd_{dataset}_{model}_s{seed}.png",
-                        f"Temperature vs MMD ({tag})",
-                    )
-                )
-
-    for name in ("sensitivity", "efficiency"):
-        if name not in figures:
-            continue
-        table = TABLES[name]
-        specs = [
-            s
-            for s in table_specs(table, [seed], [dataset])
-            if s.model == model or name == "sensitivity"
-        ]
-        result = run_sweep(specs, store, context=context, executor=executor, progress=progress)
-        frame = compare(table, result.records, [seed], [dataset])
-        if frame["n_seeds"].sum() == 0:
-            done[name] = f"skipped: no experiment finished ({len(result.failures)} failed)"
-            continue
-        draw = plot_sensitivity if name == "sensitivity" else plot_efficiency
-        title = "Hyperparameter sensitivity" if name == "sensitivity" else "Efficiency"
-        done[name] = str(draw(frame, out_dir / f"{name}_{dataset}_s{seed}.png", f"{title} ({tag})"))
-    return {name: done.get(name, "skipped: not drawn") for name in figures}
+    ax.set(xlabel="adaptation time per test row (ms, log scale)", ylabel="macro-F1 (%)",
+           title=title)  # fmt: skip
+    if drawn:
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+    fig.tight_layout()
+    return fig

@@ -19,8 +19,10 @@ import random
 import sys
 import time
 import traceback
+import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,10 +54,15 @@ def _dataset_status(name: str, data_dir: str | None) -> str | None:
     return None if info.get("present") else str(info.get("reason", "raw file absent"))
 
 
+# Set while the sweep trains source models in this process with a progress bar on screen, so
+# that training shows its own per-epoch bar (model, dataset, seed) underneath.
+_SHOW_TRAINING = False
+
+
 def _train_model(name: str, dataset: Any, seed: int, cache_dir: str | None) -> Any:
     from adaptable import models
 
-    return models.train(name, dataset, seed, cache_dir=cache_dir, quiet=True)
+    return models.train(name, dataset, seed, cache_dir=cache_dir, quiet=not _SHOW_TRAINING)
 
 
 def _create_method(name: str, **options: Any) -> Any:
@@ -70,6 +77,26 @@ def _apply_shift(name: str, dataset: Any, seed: int) -> Any:
     return shifts.apply(name, dataset, seed)
 
 
+def _known_names(kind: str) -> list[str]:
+    if kind == "dataset":
+        from adaptable.datasets.registry import ALIASES, TASKS
+
+        return [*TASKS, *ALIASES]
+    if kind == "model":
+        from adaptable import models
+
+        return models.names()
+    if kind == "method":
+        from adaptable import methods
+
+        return methods.names()
+    if kind == "scenario":
+        from adaptable import shifts
+
+        return shifts.names()
+    raise ValueError(f"kind must be dataset, model, method or scenario; got {kind!r}")
+
+
 @dataclass(frozen=True)
 class Components:
     """Where the runner gets its pieces. Every field must be a module-level function (so that
@@ -81,6 +108,8 @@ class Components:
         train_model: ``(name, dataset, seed, cache_dir) -> source model``.
         create_method: ``(name, **options) -> TestTimeMethod``.
         apply_shift: ``(name, dataset, seed) -> Stream`` with ``batches(batch_size)``.
+        known_names: ``(kind) -> names`` for kind ``dataset``, ``model``, ``method`` or
+            ``scenario``: what the other providers accept (checked before any work starts).
     """
 
     load_dataset: Callable[[str, str | None], Any] = _load_dataset
@@ -88,6 +117,19 @@ class Components:
     train_model: Callable[[str, Any, int, str | None], Any] = _train_model
     create_method: Callable[..., Any] = _create_method
     apply_shift: Callable[[str, Any, int], Any] = _apply_shift
+    known_names: Callable[[str], list[str]] = _known_names
+
+
+def unknown_names(components: Components, **names: Iterable[str]) -> list[str]:
+    """One message per name the providers do not know, e.g. ``unknown_names(c, model=["mlpp"])``
+    -> ``["unknown model 'mlpp'; choose from mlp, resnet, ..."]`` (each name reported once)."""
+    problems = []
+    for kind, wanted in names.items():
+        known = components.known_names(kind)
+        for name in dict.fromkeys(wanted):
+            if name not in known:
+                problems.append(f"unknown {kind} {name!r}; choose from {', '.join(known)}")
+    return problems
 
 
 @dataclass(frozen=True)
@@ -113,7 +155,8 @@ _MODELS: OrderedDict[tuple[str, str, int, str | None, str | None], Any] = Ordere
 _MAX_MODELS = 4
 
 
-def _dataset(name: str, context: RunContext) -> Any:
+def get_dataset(name: str, context: RunContext) -> Any:
+    """The dataset ``name`` from the context's provider, memoised in this process."""
     key = (name, context.data_dir)
     if key not in _DATASETS:
         _DATASETS[key] = context.components.load_dataset(name, context.data_dir)
@@ -126,8 +169,8 @@ def source_model(dataset_name: str, model: str, seed: int, context: RunContext) 
     if key in _MODELS:
         _MODELS.move_to_end(key)
         return _MODELS[key]
-    dataset = _dataset(dataset_name, context)
-    _seed_everything(seed)
+    dataset = get_dataset(dataset_name, context)
+    seed_everything(seed)
     trained = context.components.train_model(model, dataset, seed, context.cache_dir)
     _MODELS[key] = trained
     while len(_MODELS) > _MAX_MODELS:
@@ -138,7 +181,7 @@ def source_model(dataset_name: str, model: str, seed: int, context: RunContext) 
 def prepare_source(source_key: tuple[str, str, int], context: RunContext) -> str:
     """Train (or load from cache) one source model; used before parallel sweeps so that two
     workers never train the same model at once. Returns a short description."""
-    _limit_threads(context.threads)
+    limit_threads(context.threads)
     started = time.perf_counter()
     source_model(*source_key, context)
     return f"{source_key} ready in {time.perf_counter() - started:.1f} s"
@@ -150,7 +193,8 @@ def clear_memo() -> None:
     _MODELS.clear()
 
 
-def _seed_everything(seed: int) -> None:
+def seed_everything(seed: int) -> None:
+    """Seed Python's, numpy's and (once imported) torch's global generators."""
     random.seed(seed)
     np.random.seed(seed % 2**32)
     # torch is seeded only once something has imported it (every torch model and method has),
@@ -160,7 +204,9 @@ def _seed_everything(seed: int) -> None:
         torch.manual_seed(seed)
 
 
-def _limit_threads(threads: int) -> None:
+def limit_threads(threads: int) -> None:
+    """Use ``threads`` torch (OpenMP / MKL) threads in this process, before or after torch is
+    imported; 1 keeps parallel workers from oversubscribing the cores."""
     if not threads:
         return
     torch = sys.modules.get("torch")
@@ -224,13 +270,13 @@ def run_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> d
     ``source_prior``, ``target_prior``, ``confusion`` and ``n_classes``.
     """
     context = context or RunContext()
-    _limit_threads(context.threads)
+    limit_threads(context.threads)
     started = time.perf_counter()
-    dataset = _dataset(spec.dataset, context)
+    dataset = get_dataset(spec.dataset, context)
     model = source_model(spec.dataset, spec.model, spec.seed, context)
     n_classes = int(dataset.n_classes)
 
-    _seed_everything(spec.seed)
+    seed_everything(spec.seed)
     method = context.components.create_method(spec.method, **spec.option_dict)
     fit_start = time.perf_counter()
     method.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
@@ -351,8 +397,11 @@ def run_sweep(
 ) -> SweepResult:
     """Run every experiment of ``specs`` that the store does not hold yet.
 
-    Finished records are appended to ``store`` one by one as they arrive, so a sweep killed at
-    any point loses only the experiments that were still running.
+    Source models come first (one progress bar that names the model, dataset and seed being
+    trained, with the training's own per-epoch bar under it when it runs in this process), then
+    the experiments (a second bar whose rate and ETA are the experiments' own). Nothing is shown
+    when everything is reused. Finished records are appended to ``store`` one by one as they
+    arrive, so a sweep killed at any point loses only the experiments that were still running.
 
     Args:
         specs: the experiments (duplicates are run once).
@@ -360,7 +409,7 @@ def run_sweep(
         context: components and locations shared by all experiments.
         executor: a :class:`~adaptable.experiments.executors.LocalExecutor` (default, one
             worker) or :class:`~adaptable.experiments.executors.RayExecutor`.
-        progress: show a tqdm progress bar on stderr.
+        progress: show tqdm progress bars on stderr (warnings are printed above them).
         on_record: called with each new record (e.g. to print a line).
     """
     from adaptable.experiments.executors import LocalExecutor
@@ -383,23 +432,17 @@ def run_sweep(
     todo = [s for s in wanted if s.key not in done]
     result.reused = [s.key for s in wanted if s.key in done]
 
-    bar = _progress_bar(len(todo), progress)
-    try:
-        sources = list(dict.fromkeys(s.source_key for s in todo))
-        if todo and executor.workers > 1 and len(sources) > 1:
-            # Train distinct source models in parallel first so that two workers never train
-            # the same one at the same time; experiments then load them from the cache.
-            bar.set_description("source models")
-            for source, outcome in executor.map_unordered(prepare_source, sources, context):
-                if isinstance(outcome, BaseException):
-                    bar.write(f"source model {source} failed: {outcome}")
-        bar.set_description("experiments")
+    _prepare_sources(list(dict.fromkeys(s.source_key for s in todo)), context, executor, progress)
+    reported: set[str] = set()
+    with progress_bar(len(todo), progress, "experiments", "exp") as bar:
         for spec, outcome in executor.map_unordered(_run_task, todo, context):
             if isinstance(outcome, BaseException):
                 outcome = {"failed": True, "key": spec.key, "error": repr(outcome)}
             if outcome.get("failed"):
                 result.failures[spec.key] = outcome["error"]
-                bar.write(f"FAILED {spec.key}: {outcome['error']}")
+                if outcome["error"] not in reported:  # one line per distinct error
+                    reported.add(outcome["error"])
+                    _say(bar, f"FAILED {spec.key}: {outcome['error']}")
             else:
                 store.append(outcome)
                 done[spec.key] = outcome
@@ -408,24 +451,74 @@ def run_sweep(
                     on_record(outcome)
             bar.set_postfix_str(spec.label[:30], refresh=False)
             bar.update(1)
-    finally:
-        bar.close()
     result.records = [done[s.key] for s in wanted if s.key in done]
     result.seconds = time.perf_counter() - started
     return result
 
 
+def _prepare_sources(
+    sources: list[tuple[str, str, int]], context: RunContext, executor: Any, progress: bool
+) -> None:
+    """Train (or load) every source model before the experiments start.
+
+    In this process the bar names each model as it trains; with several workers they train in
+    parallel, so that two workers never train the same model at once (experiments then load
+    them from the cache). A failure is reported here and again by each experiment that needs
+    the model.
+    """
+    from adaptable.experiments.executors import LocalExecutor
+
+    if not sources:
+        return
+    global _SHOW_TRAINING
+    here = isinstance(executor, LocalExecutor) and (executor.workers == 1 or len(sources) == 1)
+    with progress_bar(len(sources), progress, "source models", "model") as bar:
+        if not here:
+            bar.set_description(
+                f"training {len(sources)} source models on {executor.workers} workers"
+            )
+            for source, outcome in executor.map_unordered(prepare_source, sources, context):
+                if isinstance(outcome, BaseException):
+                    _say(bar, f"source model {source} failed: {outcome}")
+                bar.update(1)
+            return
+        for dataset, model, seed in sources:
+            bar.set_description(f"training or loading {model} on {dataset} (seed {seed})")
+            _SHOW_TRAINING = progress
+            try:
+                prepare_source((dataset, model, seed), context)
+            except Exception as err:  # noqa: BLE001 - the experiments report it again, per key
+                _say(
+                    bar,
+                    f"source model {(dataset, model, seed)} failed: {type(err).__name__}: {err}",
+                )
+            finally:
+                _SHOW_TRAINING = False
+            bar.update(1)
+
+
 def stored_only(
-    specs: Sequence[ExperimentSpec], store: ResultStore, context: RunContext | None = None
+    specs: Sequence[ExperimentSpec],
+    store: ResultStore,
+    context: RunContext | None = None,
+    *,
+    check_data: bool = True,
 ) -> SweepResult:
     """What :func:`run_sweep` would return without running anything: the stored records of
-    ``specs`` (missing ones simply absent) and the datasets that would be skipped."""
+    ``specs`` (missing ones simply absent).
+
+    Args:
+        check_data: also list the datasets whose raw files are absent as skipped (and leave out
+            their records), as :func:`run_sweep` does. ``False`` reads the store alone, so that
+            tables can be rebuilt on a machine without the raw data.
+    """
     context = context or RunContext()
     result = SweepResult()
-    for name in dict.fromkeys(s.dataset for s in specs):
-        reason = context.components.dataset_status(name, context.data_dir)
-        if reason is not None:
-            result.skipped[name] = reason
+    if check_data:
+        for name in dict.fromkeys(s.dataset for s in specs):
+            reason = context.components.dataset_status(name, context.data_dir)
+            if reason is not None:
+                result.skipped[name] = reason
     done = store.completed()
     wanted = [
         s for s in dict((s.key, s) for s in specs).values() if s.dataset not in result.skipped
@@ -435,7 +528,45 @@ def stored_only(
     return result
 
 
-def _progress_bar(total: int, enabled: bool) -> Any:
+@contextmanager
+def progress_bar(total: int, enabled: bool, description: str, unit: str) -> Iterator[Any]:
+    """A tqdm bar on stderr, or a silent one when disabled or when there is nothing to do.
+
+    While the bar is on screen, warnings and log records are printed above it (through
+    ``tqdm.write``) instead of through it.
+    """
+    from tqdm.auto import tqdm
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    shown = enabled and total > 0
+    bar = tqdm(total=total, desc=description, unit=unit, disable=not shown, dynamic_ncols=True)
+    if not shown:
+        try:
+            yield bar
+        finally:
+            bar.close()
+        return
+    previous = warnings.showwarning
+
+    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+             line: str | None = None) -> None:  # fmt: skip
+        text = warnings.formatwarning(message, category, filename, lineno, line)
+        tqdm.write(text.rstrip("\n"), file=sys.stderr)
+
+    warnings.showwarning = show
+    try:
+        with logging_redirect_tqdm():
+            yield bar
+    finally:
+        warnings.showwarning = previous
+        bar.close()
+
+
+def _say(bar: Any, text: str) -> None:
+    """A line above the progress bar (or a plain line on stderr when the bar is off)."""
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, disable=not enabled, unit="exp", dynamic_ncols=True, leave=True)
+    if getattr(bar, "disable", True):
+        print(text, file=sys.stderr, flush=True)
+    else:
+        tqdm.write(text, file=sys.stderr)

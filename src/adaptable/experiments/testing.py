@@ -214,10 +214,24 @@ def apply_shift(name: str, dataset: Any, seed: int) -> ToyStream:
     return ToyStream(name, X, dataset.test.y[order])
 
 
+def known_names(kind: str) -> list[str]:
+    """What the toy providers accept; the paper's datasets are known (so that tables can name
+    them) but absent."""
+    from adaptable.datasets import TASKS
+
+    return {
+        "dataset": ["toy", "toy3", *TASKS],
+        "model": ["softmax"],
+        "method": sorted(_METHODS),
+        "scenario": ["natural", "sorted"],
+    }[kind]
+
+
 COMPONENTS = Components(
     load_dataset=load_dataset,
     dataset_status=dataset_status,
     train_model=train_model,
     create_method=create_method,
     apply_shift=apply_shift,
+    known_names=known_names,
 )

@@ -9,6 +9,12 @@ hyper-parameters, which is cheap next to their search. Nothing is ever unpickled
 The digest covers the dataset's name and a fingerprint of its train / valid data, the model,
 the seed, the code version (:data:`CODE_VERSION` and the package version) and every training
 option, so that a change to any of them misses the cache instead of loading a stale model.
+
+Integrity: ``sha256.json``, written last, holds the SHA-256 of every other file of the entry.
+:func:`read_meta` checks them before anything is loaded; an entry that fails (a flipped byte in
+the weights, an edited ``meta.json``, a file missing, metadata that is not UTF-8 JSON) gives a
+:class:`CacheIntegrityWarning` naming the file and the cache, the model is retrained, and the new
+entry replaces the broken one.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +40,11 @@ CODE_VERSION = "1"
 
 META_FILE = "meta.json"
 WEIGHTS_FILE = "weights.safetensors"
+CHECKSUM_FILE = "sha256.json"
+
+
+class CacheIntegrityWarning(UserWarning):
+    """A cache entry failed its integrity check; the model is retrained and the entry replaced."""
 
 
 def default_cache_dir() -> Path:
@@ -90,14 +102,72 @@ def cache_key(
 
 
 def read_meta(directory: Path) -> dict[str, Any] | None:
-    """The entry's metadata, or ``None`` when the entry is absent or incomplete."""
-    path = directory / META_FILE
-    if not path.is_file():
+    """The entry's metadata, or ``None`` when the entry is absent or fails its integrity check.
+
+    A present but broken entry also gives a :class:`CacheIntegrityWarning` that names the file
+    and the cache, and says that the model will be retrained.
+    """
+    if not directory.is_dir():
         return None
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        return _verified_meta(directory)
+    except _Broken as err:
+        warnings.warn(
+            f"Model cache entry {str(directory)!r} in the cache {str(_cache_root(directory))!r} "
+            f"is broken: {err}. Retraining the model and replacing the entry.",
+            CacheIntegrityWarning,
+            stacklevel=3,
+        )
         return None
+
+
+class _Broken(Exception):
+    """Why an entry cannot be trusted (message names the file)."""
+
+
+def _cache_root(directory: Path) -> Path:
+    # Entries live at <root>/<dataset>/<model>/<seed-digest>.
+    return directory.parents[2] if len(directory.parents) > 2 else directory.parent
+
+
+def _verified_meta(directory: Path) -> dict[str, Any]:
+    """Check every file against ``sha256.json`` and parse ``meta.json``; raises :class:`_Broken`."""
+    checksums = _read_json(directory / CHECKSUM_FILE)
+    files = checksums.get("files") if isinstance(checksums, dict) else None
+    if not isinstance(files, dict) or META_FILE not in files:
+        raise _Broken(f"{CHECKSUM_FILE} does not list the entry's files")
+    for name, expected in files.items():
+        path = directory / str(name)
+        if Path(str(name)).name != name or not path.is_file():
+            raise _Broken(f"{name} is missing")
+        if sha256_of(path) != expected:
+            raise _Broken(f"{name} does not match its SHA-256 in {CHECKSUM_FILE} (changed on disk)")
+    meta = _read_json(directory / META_FILE)
+    if not isinstance(meta, dict):
+        raise _Broken(f"{META_FILE} is not a JSON object")
+    return meta
+
+
+def _read_json(path: Path) -> Any:
+    if not path.is_file():
+        raise _Broken(f"{path.name} is missing (an incomplete entry, or one from an older version)")
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise _Broken(f"{path.name} is not UTF-8 text ({err.reason} at byte {err.start})") from err
+    except json.JSONDecodeError as err:
+        raise _Broken(f"{path.name} is not valid JSON (truncated?): {err}") from err
+    except OSError as err:
+        raise _Broken(f"{path.name} cannot be read: {err}") from err
+
+
+def sha256_of(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class EntryWriter:
@@ -110,14 +180,42 @@ class EntryWriter:
         self.directory = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
 
     def commit(self, meta: dict[str, Any]) -> Path:
-        """Write ``meta.json`` last and publish the entry."""
+        """Write ``meta.json``, then the checksums of every file, and publish the entry.
+
+        An entry already in place is kept when it passes its integrity check (another process
+        published the same model first; theirs is as good as ours) and replaced when it does not,
+        so that a broken entry is repaired by the retraining it caused.
+        """
         (self.directory / META_FILE).write_text(json.dumps(meta, indent=1, default=_json_default))
+        files = {
+            path.name: sha256_of(path)
+            for path in sorted(self.directory.iterdir())
+            if path.is_file()
+        }
+        (self.directory / CHECKSUM_FILE).write_text(json.dumps({"files": files}, indent=1))
         if self.target.exists():
-            # Another process published the same entry first; theirs is as good as ours.
-            shutil.rmtree(self.directory, ignore_errors=True)
-        else:
+            try:
+                _verified_meta(self.target)
+            except _Broken:
+                self._replace_broken()
+            else:
+                shutil.rmtree(self.directory, ignore_errors=True)
+                return self.target
+        try:
             os.replace(self.directory, self.target)
+        except OSError:
+            # Another process published in between (a non-empty directory is in the way).
+            shutil.rmtree(self.directory, ignore_errors=True)
         return self.target
+
+    def _replace_broken(self) -> None:
+        # Move the broken entry aside first: os.replace cannot overwrite a non-empty directory.
+        trash = Path(tempfile.mkdtemp(prefix=".broken-", dir=self.target.parent))
+        try:
+            os.replace(self.target, trash / "entry")
+        except OSError:
+            pass  # someone else moved it already
+        shutil.rmtree(trash, ignore_errors=True)
 
     def abort(self) -> None:
         """Drop the temporary directory."""

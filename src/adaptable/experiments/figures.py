@@ -1,0 +1,301 @@
+"""What the paper's figures need, run through the runner, then drawn by :mod:`.plots`.
+
+Two kinds of data feed the figures: stored experiments (label distributions, JS divergence,
+sensitivity, efficiency; run or reused through :func:`~adaptable.experiments.runner.run_sweep`
+and the results store) and one calibration pass per (dataset, model, seed) that records what the
+calibrator does batch by batch (reliability, temperature vs MMD; :func:`calibration_analysis`).
+
+>>> [s.label for s in figure_specs(["label_distribution"], "hospital_readmission", "mlp", 0)]
+['source', 'adaptable']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adaptable.experiments import metrics as _metrics
+from adaptable.experiments import plots
+from adaptable.experiments.paper import TABLES
+from adaptable.experiments.spec import BATCH_SIZE, ExperimentSpec
+from adaptable.experiments.tables import compare, table_specs
+
+#: every figure ``adaptable plot`` draws, in drawing order
+FIGURES = (
+    "reliability",
+    "label_distribution",
+    "js_divergence",
+    "temperature_mmd",
+    "sensitivity",
+    "efficiency",
+)
+#: figures drawn from the calibration pass rather than from stored experiments
+CALIBRATION_FIGURES = ("reliability", "temperature_mmd")
+#: scenarios sampled for the temperature-vs-MMD figure (those the shift registry lacks are skipped)
+MMD_SCENARIOS = (
+    "natural",
+    "gaussian",
+    "uniform",
+    "random_drop",
+    "column_drop",
+    "numerical",
+    "categorical",
+)
+
+
+def figure_specs(
+    figures: Sequence[str], dataset: str, model: str, seed: int, method: str = "adaptable"
+) -> list[ExperimentSpec]:
+    """The stored experiments the figures read, without duplicates."""
+    specs: list[ExperimentSpec] = []
+    if {"label_distribution", "js_divergence"} & set(figures):
+        specs += [ExperimentSpec(dataset, "natural", model, m, seed) for m in ("source", method)]
+    for name in ("sensitivity", "efficiency"):
+        if name in figures:
+            specs += [
+                s
+                for s in table_specs(TABLES[name], [seed], [dataset])
+                if s.model == model or name == "sensitivity"
+            ]
+    return list({s.key: s for s in specs}.values())
+
+
+def is_degenerate(effective_rows: float | None, rows: int, batch_size: int = BATCH_SIZE) -> bool:
+    """Whether a resampled stream carries too few distinct rows to say anything about a shift:
+    fewer than one batch, or under 1 % of its rows (the shifts module's own warning level).
+
+    >>> is_degenerate(1.2, 51_000), is_degenerate(9_000.0, 51_000), is_degenerate(None, 50)
+    (True, False, False)
+    """
+    if effective_rows is None:
+        return False
+    return effective_rows < max(batch_size, 0.01 * rows)
+
+
+def calibration_analysis(
+    dataset_name: str,
+    model_name: str,
+    seed: int,
+    context: Any,
+    *,
+    method: str = "adaptable",
+    scenarios: Sequence[str] = MMD_SCENARIOS,
+    max_batches: int = 25,
+    source_rows: int = 256,
+    batch_size: int = BATCH_SIZE,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Run the method over sampled test batches, recording what the calibrator does.
+
+    Returns:
+        ``before`` / ``after`` reliability bins over the natural stream (``softmax(z)`` and
+        ``softmax(z / T_i)`` with the method's per-row temperatures); ``points``: one
+        ``{"scenario", "mmd", "temperature"}`` per batch (at most ``max_batches`` per scenario);
+        ``degenerate``: scenario -> reason, for streams that repeat a handful of rows (see
+        :func:`is_degenerate`); ``skipped_scenarios``: scenario -> why it could not be built.
+
+    Raises:
+        ValueError: the method exposes no per-row temperatures.
+    """
+    from adaptable.core import softmax
+    from adaptable.core.model_adapter import as_logit_function
+    from adaptable.datasets import fit_encoder
+    from adaptable.experiments.runner import (
+        get_dataset,
+        method_state,
+        progress_bar,
+        seed_everything,
+        source_model,
+    )
+
+    dataset = get_dataset(dataset_name, context)
+    model = source_model(dataset_name, model_name, seed, context)
+    logits_of = as_logit_function(model)
+    # As in every experiment: the method's own randomness depends on the seed alone, not on
+    # what ran before it in this process.
+    seed_everything(seed)
+    adapter = context.components.create_method(method)
+    adapter.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
+    encoder = fit_encoder(dataset)
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(
+        len(dataset.train.y), size=min(source_rows, len(dataset.train.y)), replace=False
+    )
+    source = encoder.transform(dataset.train.X.iloc[rows])
+    # One kernel width for every batch (the source sample's median distance), so MMDs compare.
+    sq = np.sum(source.astype(np.float64) ** 2, axis=1)
+    dist = np.maximum(sq[:, None] + sq[None, :] - 2.0 * source @ source.T, 0.0)
+    bandwidth = float(np.sqrt(np.median(dist[np.triu_indices(len(source), k=1)]))) or 1.0
+
+    labels, before, after, points = [], [], [], []
+    skipped: dict[str, str] = {}
+    degenerate: dict[str, str] = {}
+    with progress_bar(len(scenarios), progress, "calibration pass", "scenario") as bar:
+        for scenario in scenarios:
+            bar.set_postfix_str(scenario, refresh=True)
+            try:
+                stream = context.components.apply_shift(scenario, dataset, seed)
+            except (KeyError, ValueError, NotImplementedError) as err:
+                skipped[scenario] = str(err)
+                bar.update(1)
+                continue
+            effective = dict(getattr(stream, "info", {}) or {}).get("effective_rows")
+            if is_degenerate(effective, len(stream), batch_size):
+                rows = round(effective)
+                degenerate[scenario] = f"stream repeats ~{rows} test row{'' if rows == 1 else 's'}"
+            adapter.reset()
+            for index, (X_batch, y_batch) in enumerate(stream.batches(batch_size)):
+                if index >= max_batches and scenario != "natural":
+                    break
+                adapter.predict_proba(X_batch)
+                _, temperature = method_state(adapter)
+                if temperature is None or not np.isfinite(temperature).any():
+                    raise ValueError(
+                        f"method {method!r} exposes no per-row temperatures in its state"
+                    )
+                if scenario == "natural":
+                    z = np.asarray(logits_of(X_batch), dtype=np.float64)
+                    t = (
+                        temperature.reshape(-1)
+                        if temperature.size == len(z)
+                        else float(np.mean(temperature))
+                    )
+                    labels.append(np.asarray(y_batch))
+                    before.append(softmax(z))
+                    after.append(softmax(z, t))
+                if index < max_batches:
+                    mmd = _metrics.mmd_rbf(encoder.transform(X_batch), source, bandwidth=bandwidth)
+                    points.append(
+                        {
+                            "scenario": scenario,
+                            "mmd": mmd,
+                            "temperature": float(np.mean(temperature)),
+                        }
+                    )
+            bar.update(1)
+    if not labels:
+        raise ValueError("the natural stream yielded no batches")
+    y = np.concatenate(labels)
+    return {
+        "before": _metrics.reliability_bins(y, np.concatenate(before)),
+        "after": _metrics.reliability_bins(y, np.concatenate(after)),
+        "points": points,
+        "degenerate": degenerate,
+        "skipped_scenarios": skipped,
+    }
+
+
+def _mean_distribution(traces: dict[str, list[Any]], field: str) -> list[float] | None:
+    values = [(v, n) for v, n in zip(traces[field], traces["size"], strict=True) if v is not None]
+    if not values:
+        return None
+    total = sum(n for _, n in values)
+    return (sum(np.asarray(v) * n for v, n in values) / total).tolist()
+
+
+def make_figures(
+    figures: Sequence[str],
+    *,
+    dataset: str,
+    model: str,
+    seed: int,
+    out_dir: str | Path,
+    store: Any,
+    context: Any,
+    executor: Any = None,
+    progress: bool = True,
+    method: str = "adaptable",
+) -> dict[str, str]:
+    """Run (or reuse) what the figures need and draw them.
+
+    Returns:
+        figure -> PNG path, or ``"skipped: reason"``.
+    """
+    from adaptable.experiments.runner import run_sweep
+
+    out_dir = Path(out_dir)
+    tag = f"{dataset}, {model}, seed {seed}"
+    reason = context.components.dataset_status(dataset, context.data_dir)
+    if reason is not None:
+        return {name: f"skipped: {reason}" for name in figures}
+    done: dict[str, str] = {}
+    specs = figure_specs(figures, dataset, model, seed, method)
+    result = run_sweep(specs, store, context=context, executor=executor, progress=progress)
+    by_key = {r["key"]: r for r in result.records}
+
+    def draw(name: str, fig: Any, stem: str) -> None:
+        done[name] = str(plots.save_figure(fig, out_dir / f"{stem}.png"))
+
+    if {"label_distribution", "js_divergence"} & set(figures):
+        base = by_key.get(ExperimentSpec(dataset, "natural", model, "source", seed).key)
+        adapted = by_key.get(ExperimentSpec(dataset, "natural", model, method, seed).key)
+        if base is None or adapted is None:
+            for name in ("label_distribution", "js_divergence"):
+                done[name] = f"skipped: experiments failed: {result.failures}"
+        else:
+            if "label_distribution" in figures:
+                dists = {
+                    "source prior": base["source_prior"],
+                    "target (true)": base["target_prior"],
+                    "pseudo-labels (source model)": _mean_distribution(base["traces"], "pseudo"),
+                }
+                estimate = _mean_distribution(adapted["traces"], "estimate")
+                if estimate is not None:
+                    dists[f"{method} estimate"] = estimate
+                classes = [str(k) for k in range(base["n_classes"])]
+                fig = plots.plot_label_distributions(dists, classes, f"Label distributions ({tag})")
+                draw("label_distribution", fig, f"label_distribution_{dataset}_{model}_s{seed}")
+            if "js_divergence" in figures:
+                series = {
+                    "before (model's mean prediction)": plots.js_per_batch(
+                        base["traces"], "predicted"
+                    )
+                }
+                if any(v is not None for v in adapted["traces"]["estimate"]):
+                    series[f"after ({method}'s estimate)"] = plots.js_per_batch(
+                        adapted["traces"], "estimate"
+                    )
+                fig = plots.plot_js_divergence(series, f"JS divergence per batch ({tag})")
+                draw("js_divergence", fig, f"js_divergence_{dataset}_{model}_s{seed}")
+
+    if set(CALIBRATION_FIGURES) & set(figures):
+        try:
+            analysis = calibration_analysis(
+                dataset, model, seed, context, method=method, progress=progress
+            )
+        except (ValueError, TypeError, KeyError) as err:
+            for name in CALIBRATION_FIGURES:
+                if name in figures:
+                    done[name] = f"skipped: {err}"
+        else:
+            if "reliability" in figures:
+                panels = {
+                    "before calibration": analysis["before"],
+                    "after calibration": analysis["after"],
+                }
+                fig = plots.plot_reliability(panels, f"Reliability ({tag})")
+                draw("reliability", fig, f"reliability_{dataset}_{model}_s{seed}")
+            if "temperature_mmd" in figures:
+                fig = plots.plot_temperature_vs_mmd(
+                    analysis["points"], f"Temperature vs MMD ({tag})", analysis["degenerate"]
+                )
+                draw("temperature_mmd", fig, f"temperature_mmd_{dataset}_{model}_s{seed}")
+
+    for name in ("sensitivity", "efficiency"):
+        if name not in figures:
+            continue
+        frame = compare(TABLES[name], result.records, [seed], [dataset])
+        if name == "efficiency":
+            frame = frame[frame["model"] == model]
+        if frame["n_seeds"].sum() == 0:
+            done[name] = f"skipped: no experiment finished ({len(result.failures)} failed)"
+            continue
+        if name == "sensitivity":
+            fig = plots.plot_sensitivity(frame, f"Hyperparameter sensitivity ({tag})")
+        else:
+            fig = plots.plot_efficiency(frame, f"Efficiency ({tag})")
+        draw(name, fig, f"{name}_{dataset}_{model}_s{seed}")
+    return {name: done.get(name, "skipped: not drawn") for name in figures}
