@@ -15,7 +15,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from adaptable import AdapTable, datasets
 from adaptable.core import TestTimeMethod
 
-FAST = {"epochs": 2, "patience": 1}
+FAST = {"epochs": 2, "patience": 1, "preset": "paper"}
 
 
 def _lr_pipeline(ds: datasets.ShiftDataset):
@@ -157,14 +157,14 @@ def test_save_load_gives_identical_outputs(tmp_path, synthetic, lr_pipeline, cal
 
 
 def test_calibrator_none_ignores_features(synthetic, lr_pipeline) -> None:
-    method = AdapTable(calibrator="none").fit(lr_pipeline, synthetic.train.X, synthetic.train.y)
+    method = AdapTable(preset="paper", calibrator="none").fit(lr_pipeline, synthetic.train.X, synthetic.train.y)
     logits = np.log(lr_pipeline.predict_proba(synthetic.test.X.iloc[:64]))
     _check_proba(method.adapt_logits(logits), 64)
     np.testing.assert_array_equal(method.state.temperatures, np.ones(64))
 
 
 def test_oracle_calibrator_needs_labels_and_only_there(synthetic, lr_pipeline, fitted_raw) -> None:
-    oracle = AdapTable(calibrator="oracle_test_labels").fit(
+    oracle = AdapTable(preset="paper", calibrator="oracle_test_labels").fit(
         lr_pipeline, synthetic.train.X, synthetic.train.y
     )
     X, y = synthetic.test.X.iloc[:64], synthetic.test.y[:64]
@@ -193,8 +193,8 @@ def test_one_class_source_rejected(synthetic, lr_pipeline) -> None:
 def test_balanced_source_warns(synthetic, lr_pipeline) -> None:
     y = np.arange(len(synthetic.train.y)) % 2
     with pytest.warns(RuntimeWarning, match="nearly balanced"):
-        AdapTable(calibrator="none").fit(lr_pipeline, synthetic.train.X, y)
-    capped = AdapTable(calibrator="none", max_temperature=5.0).fit(
+        AdapTable(preset="paper", calibrator="none").fit(lr_pipeline, synthetic.train.X, y)
+    capped = AdapTable(preset="paper", calibrator="none", max_temperature=5.0).fit(
         lr_pipeline, synthetic.train.X, y
     )
     assert capped.state.temperature == 5.0
@@ -271,7 +271,7 @@ def test_invalid_hyperparameters() -> None:
 
 def test_progress_callback_and_quiet_default(synthetic, lr_pipeline, capsys) -> None:
     seen = []
-    AdapTable(epochs=2, patience=5, progress=lambda *a: seen.append(a)).fit(
+    AdapTable(preset="paper", epochs=2, patience=5, progress=lambda *a: seen.append(a)).fit(
         lr_pipeline, synthetic.train.X, synthetic.train.y, synthetic.valid.X, synthetic.valid.y
     )
     assert [a[0] for a in seen] == [0, 1]

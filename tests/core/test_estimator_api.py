@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from adaptable import AdapTable, datasets
 from adaptable.core import InvalidParameterError
 
-FAST = {"epochs": 2, "patience": 1, "random_state": 0}
+FAST = {"epochs": 2, "patience": 1, "random_state": 0, "preset": "paper"}
 
 
 @pytest.mark.parametrize(
@@ -56,14 +56,14 @@ def test_constructor_is_keyword_only() -> None:
 
 
 def test_fit_checks_parameters_set_behind_its_back(synthetic) -> None:
-    method = AdapTable(calibrator="none")
+    method = AdapTable(preset="paper", calibrator="none")
     method.alpha = "abc"
     with pytest.raises(InvalidParameterError, match="alpha"):
         method.fit(LogisticRegression(), synthetic.train.X, synthetic.train.y)
 
 
 def test_clone_get_params_set_params_and_repr() -> None:
-    method = AdapTable(alpha=0.2, calibrator="none", numerical=["a"], progress=print)
+    method = AdapTable(preset="paper", alpha=0.2, calibrator="none", numerical=["a"], progress=print)
     copy = clone(method)
     assert copy is not method and copy.get_params() == method.get_params()
     assert set(method.get_params(deep=True)) == set(method.get_params(deep=False))
@@ -90,7 +90,7 @@ def test_clone_of_a_fitted_method_is_unfitted_and_refits_identically(synthetic) 
 def test_predict_proba_advances_the_online_state(synthetic) -> None:
     X = synthetic.train.X[synthetic.numerical].to_numpy()
     model = LogisticRegression().fit(X, synthetic.train.y)
-    method = AdapTable(calibrator="none").fit(model, X, synthetic.train.y)
+    method = AdapTable(preset="paper", calibrator="none").fit(model, X, synthetic.train.y)
     batch = synthetic.test.X[synthetic.numerical].to_numpy()[:64]
     first, second = method.predict_proba(batch), method.predict_proba(batch)
     assert np.abs(first - second).max() > 1e-6  # stateful, by design (documented)
@@ -137,8 +137,8 @@ def test_labels_the_model_does_not_know_are_refused(synthetic) -> None:
     X = synthetic.train.X[synthetic.numerical].to_numpy()
     model = LogisticRegression().fit(X, np.array(["a", "b"])[synthetic.train.y])
     with pytest.raises(ValueError, match="classes_"):
-        AdapTable(calibrator="none").fit(model, X, np.array(["no", "yes"])[synthetic.train.y])
-    fitted = AdapTable(calibrator="oracle_test_labels").fit(
+        AdapTable(preset="paper", calibrator="none").fit(model, X, np.array(["no", "yes"])[synthetic.train.y])
+    fitted = AdapTable(preset="paper", calibrator="oracle_test_labels").fit(
         model, X, np.array(["a", "b"])[synthetic.train.y]
     )
     with pytest.raises(ValueError, match="unseen"):
@@ -157,7 +157,7 @@ def test_bad_labels_are_refused(synthetic, y, match) -> None:
     X = synthetic.train.X[synthetic.numerical].to_numpy()
     model = LogisticRegression().fit(X, synthetic.train.y)
     with pytest.raises(ValueError, match=match):
-        AdapTable(calibrator="none").fit(model, X, y)
+        AdapTable(preset="paper", calibrator="none").fit(model, X, y)
 
 
 def test_three_string_classes(tmp_path) -> None:

@@ -54,7 +54,7 @@ def crafted(synthetic, tmp_path_factory):
     soften quantiles (Algorithm 1, lines 15-22) pick other rows.
     """
     model = _pipeline(synthetic)
-    method = AdapTable(random_state=0, epochs=1).fit(
+    method = AdapTable(preset="paper", random_state=0, epochs=1).fit(
         model, synthetic.train.X, synthetic.train.y, synthetic.valid.X, synthetic.valid.y
     )
     path = tmp_path_factory.mktemp("crafted") / "adaptable.safetensors"
@@ -189,7 +189,7 @@ def test_label_shift_moves_the_prior_estimate_and_keeps_macro_f1() -> None:
         seed=4,
     )
     model = _pipeline(ds)
-    method = AdapTable(random_state=0, epochs=3).fit(
+    method = AdapTable(preset="paper", random_state=0, epochs=3).fit(
         model, ds.train.X, ds.train.y, ds.valid.X, ds.valid.y
     )
     predictions = [

@@ -59,7 +59,7 @@ def _run(case: str, case_data, tmp_path: Path) -> dict:
     ds, (logreg, numeric), (pipeline, frames) = case_data
     options, on_frame = CASES[case]
     model, X = (pipeline, frames) if on_frame else (logreg, numeric)
-    method = AdapTable(epochs=6, patience=3, random_state=0, **options)
+    method = AdapTable(preset="paper", epochs=6, patience=3, random_state=0, **options)
     method.fit(model, X["train"], ds.train.y, X["valid"], ds.valid.y)
     got: dict = {"temperature": method.temperature_, "source_prior": method.source_prior_}
     if method.post_training_ is not None:

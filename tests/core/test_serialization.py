@@ -14,7 +14,7 @@ from sklearn.linear_model import LogisticRegression
 
 from adaptable import AdapTable
 
-FAST = {"epochs": 1, "random_state": 0}
+FAST = {"epochs": 1, "random_state": 0, "preset": "paper"}
 
 
 @pytest.fixture(scope="module")

@@ -33,10 +33,10 @@ def test_shift_input_hand_computed(table: pd.DataFrame) -> None:
     layout = ColumnLayout.from_encoder(encoder)
     assert layout.names == ("a", "b", "c", "d")
     assert layout.block_sizes.tolist() == [3, 2]
-    stats = layout.source_statistics(encoder.transform(table))
+    stats = layout.source_statistics(encoder.encode(table))
     np.testing.assert_allclose(stats.category_mean, [0.5, 0.25, 0.25, 0.25, 0.75])
     batch = pd.DataFrame({"a": [6.0], "c": ["new"], "b": [1.0], "d": ["p"]})
-    trend = layout.shift_input(encoder.transform(batch), stats)
+    trend = layout.shift_input(encoder.encode(batch), stats)
     # a: standardised 6 = (6 - 3) / std(0, 2, 4, 6) = 3 / sqrt(5); source mean 0
     np.testing.assert_allclose(trend.numeric, [[3 / np.sqrt(5), -1.0]], rtol=1e-6)
     # unseen category -> index W_cat (5); "p" is column 3 of the categorical block
@@ -47,12 +47,12 @@ def test_node_features_equal_projected_dense_shift_trend(table: pd.DataFrame) ->
     encoder = Encoder().fit(table)
     layout = ColumnLayout.from_encoder(encoder)
     encoded = encoder.transform(table)
-    stats = layout.source_statistics(encoded)
+    stats = layout.source_statistics(encoder.encode(table))
     torch.manual_seed(0)
     net = ShiftAwareCalibrator(
         n_numeric=2, block_sizes=[3, 2], n_classes=2, width=4, category_mean=stats.category_mean
     )
-    trend = layout.shift_input(encoded, stats)
+    trend = layout.shift_input(encoder.encode(table), stats)
     nodes = (
         net.node_features(
             torch.as_tensor(trend.numeric)[None], torch.as_tensor(trend.category_index)[None]

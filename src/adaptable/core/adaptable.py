@@ -74,9 +74,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from adaptable.core.calibrators import ABLATION_CALIBRATORS, Calibrator
+from adaptable.core.calibrators import ABLATION_CALIBRATORS, Calibrator, TemperatureCalibrator
+from adaptable.core.decision import OBJECTIVES, RuleChoice, choose_rule, plugin_weights
 from adaptable.core.interface import SourceData, TestTimeMethod
 from adaptable.core.kernel import CompleteGraphKernel
+from adaptable.core.label_shift import LabelShiftTest, OnlinePriorEstimate
 from adaptable.core.model_adapter import OUTPUTS, as_logit_function
 from adaptable.core.parameters import (
     ColumnNames,
@@ -87,9 +89,12 @@ from adaptable.core.parameters import (
     validate_parameters,
 )
 from adaptable.core.probability import normalize, softmax
+from adaptable.encoding import EncodedBatch
 
 #: adjacency of the shift trend graph: the paper's all-ones, or the authors' final |correlation|
 ADJACENCIES = ("complete", "correlation")
+#: "paper": Algorithm 1 exactly; "default": the recommended adapter (``docs/method.md``, section 7)
+PRESETS = ("default", "paper")
 
 # =================================================================================================
 # 1. Source statistics and the shift trend (Eq. 1; Algorithm 1, lines 4-6)
@@ -149,8 +154,8 @@ class ColumnLayout:
         >>> X = pd.DataFrame({"a": [0.0, 2.0], "c": ["x", "y"]})
         >>> encoder = Encoder().fit(X)
         >>> layout = ColumnLayout.from_encoder(encoder)
-        >>> stats = layout.source_statistics(encoder.transform(X))
-        >>> trend = layout.shift_input(encoder.transform(X), stats)
+        >>> stats = layout.source_statistics(encoder.encode(X))
+        >>> trend = layout.shift_input(encoder.encode(X), stats)
         >>> trend.numeric.tolist(), trend.category_index.tolist()
         ([[-1.0], [1.0]], [[0], [1]])
     """
@@ -190,30 +195,31 @@ class ColumnLayout:
         """For each one-hot column, the index of its categorical feature, (W_cat,)."""
         return np.repeat(np.arange(self.n_categorical), self.block_sizes)
 
-    def source_statistics(self, encoded: np.ndarray) -> SourceStatistics:
-        """Column means of the encoded source training rows, (n, width) -> statistics."""
-        encoded = np.asarray(encoded, dtype=np.float64)
+    @property
+    def block_offsets(self) -> np.ndarray:
+        """Index of each categorical block's first column among the W_cat one-hot columns."""
+        return np.cumsum(self.block_sizes) - self.block_sizes
+
+    def source_statistics(self, encoded: EncodedBatch) -> SourceStatistics:
+        """Means of the encoded source training rows: numbers, and category frequencies counted
+        from the codes (no one-hot matrix is built)."""
+        n_rows = max(len(encoded), 1)
+        category_mean = np.zeros(self.categorical_width)
+        if self.n_categorical:
+            seen = encoded.codes >= 0
+            columns = (encoded.codes + self.block_offsets[None, :])[seen]
+            category_mean = np.bincount(columns, minlength=self.categorical_width) / n_rows
         return SourceStatistics(
-            numeric_mean=encoded[:, self.numeric_columns].mean(axis=0),
-            category_mean=encoded[:, self._categorical_columns()].mean(axis=0),
+            numeric_mean=np.asarray(encoded.numeric, dtype=np.float64).mean(axis=0),
+            category_mean=category_mean.astype(np.float64),
         )
 
-    def shift_input(self, encoded: np.ndarray, stats: SourceStatistics) -> ShiftTrendInput:
-        """Eq. 1 for a batch: numerical shift trend and category indices, (n, width) -> input."""
-        encoded = np.asarray(encoded)
-        numeric = (encoded[:, self.numeric_columns] - stats.numeric_mean).astype(np.float32)
-        index = np.full((len(encoded), self.n_categorical), self.categorical_width, np.int64)
-        if self.n_categorical:
-            onehot = encoded[:, self._categorical_columns()]
-            rows, cols = np.nonzero(onehot)
-            index[rows, self.block_of_column[cols]] = cols
-        return ShiftTrendInput(numeric, index)
-
-    def _categorical_columns(self) -> np.ndarray:
-        if self.n_categorical == 0:
-            return np.zeros(0, dtype=np.int64)
-        start = int(self.block_starts[0])
-        return np.arange(start, start + self.categorical_width)
+    def shift_input(self, encoded: EncodedBatch, stats: SourceStatistics) -> ShiftTrendInput:
+        """Eq. 1 for a batch encoded once: numerical shift trend and category indices."""
+        numeric = (np.asarray(encoded.numeric) - stats.numeric_mean).astype(np.float32)
+        codes = np.asarray(encoded.codes, dtype=np.int64)
+        index = np.where(codes >= 0, codes + self.block_offsets[None, :], self.categorical_width)
+        return ShiftTrendInput(numeric, index.reshape(len(codes), self.n_categorical))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-compatible state."""
@@ -1068,48 +1074,80 @@ class AdapTableState:
 
     Attributes:
         source_prior: p_s, (C,).
-        temperature: T of the quantile rule.
-        online_prior: p^oe, the current estimate of the target label distribution (the one the
-            next batch starts from), (C,).
+        temperature: T of the quantile rule (paper preset; ``None`` in the default preset).
+        online_prior: the current estimate of the target label distribution (p^oe in the paper
+            preset, the MAP-EM estimate in the default preset), (C,).
         target_prior: p_t used on the last batch, (C,).
         temperatures: the calibrator's per-row T_i of the last batch, (n,) (NaN where the
             calibrator has none).
         recalibration_temperatures: the per-row T~_i of the last batch (T, 1 or 1/T), (n,).
         uncertainty: delta_i of the last batch, (n,).
         n_batches: batches adapted since fit / reset.
+        decision_rule: recommended preset only: the rule used on the last batch,
+            ``"source"``, ``"balanced"`` or ``"label_shift"`` (``None`` for the paper preset).
+        shift_statistic: recommended preset only: the label-shift test's z-score after the
+            last batch (small: the stream is consistent with pure label shift).
     """
 
     source_prior: np.ndarray
-    temperature: float
+    temperature: float | None
     online_prior: np.ndarray
     target_prior: np.ndarray | None
     temperatures: np.ndarray | None
     recalibration_temperatures: np.ndarray | None
     uncertainty: np.ndarray | None
     n_batches: int
+    decision_rule: str | None = None
+    shift_statistic: float | None = None
 
 
 class AdapTable(TestTimeMethod):
-    """AdapTable (Kim et al., NeurIPS 2024): shift-aware calibrator + label distribution handler.
+    """AdapTable: adapt any classifier's outputs to a shifted test stream, batch by batch.
 
-    Adjusts any classifier's outputs batch by batch; the model itself is never changed.
+    Two presets; the model itself is never changed in either.
+
+    - ``preset="default"`` (recommended): decides for ``objective``, and corrects for label shift
+      only where the stream supports it. Calibrates the model on held-out source rows
+      (temperature scaling); picks, on those rows, the decision rule that serves the objective
+      (the model's argmax, or the balanced rule argmax p(y|x) / p_s(y)); and, while the
+      stream's feature means are consistent with a pure label shift of the source (a
+      moment-matching test, :class:`~adaptable.core.label_shift.LabelShiftTest`), estimates the
+      target label distribution online (MAP-EM) and takes the decision that maximises the
+      expected objective under the re-weighted posteriors. ``docs/method.md`` (section 7) gives
+      the reasons and the benchmark behind each choice.
+    - ``preset="paper"``: Algorithm 1 of Kim et al. (NeurIPS 2024) exactly: the shift-aware
+      calibrator g_phi and the label distribution handler; every paper table uses it.
 
     **predict_proba is stateful.** Each call adapts to its batch *and* advances the online
-    target-label estimate p^oe (Algorithm 1, line 26), which the next batch starts from: calling
-    it twice on the same batch gives two (slightly) different answers, as a test stream is a
-    sequence. Call :meth:`reset` to start a new stream; :attr:`state` shows the estimate.
+    state (the target-label estimate, and in the default preset the label-shift test), which the
+    next batch starts from: calling it twice on the same batch gives two (possibly) different
+    answers, as a test stream is a sequence. Call :meth:`reset` to start a new stream;
+    :attr:`state` shows the estimate. In the default preset ``predict_proba`` returns the
+    estimated target posteriors re-weighted by the decision's class weights, so that its argmax
+    is the decision for the objective (for accuracy, the posteriors themselves).
 
     Labels may be any label set (``classes_``, as scikit-learn does); ``predict`` returns them.
     A scikit-learn estimator: ``get_params`` / ``set_params`` / ``clone`` work, and every
     parameter is checked when set (constructor, ``set_params``, ``fit``).
 
     Args:
+        preset: ``"default"`` (the recommended adapter) or ``"paper"`` (Algorithm 1).
+        objective: default preset: the metric decisions are made for, ``"macro_f1"``,
+            ``"balanced_accuracy"`` or ``"accuracy"``.
+        calibrator: ``"auto"`` (``"temperature"`` in the default preset, ``"gnn"`` in the paper
+            preset), ``"gnn"`` (shift-aware g_phi), ``"temperature"``, ``"none"`` (plain
+            softmax), ``"platt"``, ``"isotonic"``, or ``"oracle_test_labels"`` (paper preset
+            only: uses the test labels, pass ``oracle_labels=`` to :meth:`predict_proba`; for
+            the paper's oracle table only).
+        shift_test_threshold: default preset: label-shift correction applies while the test's
+            z-score is at most this (3: three null standard deviations).
+        prior_strength: default preset: rows' worth of the source prior in the MAP estimate of
+            the target label distribution.
+        rule_evidence: default preset: the balanced rule replaces argmax when it beats argmax
+            on the held-out rows and on at least this share of bootstrap resamples of them.
         alpha: smoothing factor of the online target-label estimator (weight of the past).
         q_low, q_high: uncertainty quantiles of the sharpen / soften rule.
         adjacency: ``"complete"`` (paper, default) or ``"correlation"`` (authors' final commit).
-        calibrator: ``"gnn"`` (shift-aware, default), ``"none"`` (ablation: plain softmax),
-            ``"platt"``, ``"isotonic"``, or ``"oracle_test_labels"`` (uses the test labels, pass
-            ``oracle_labels=`` to :meth:`predict_proba`; for the paper's oracle table only).
         temperature: an explicit T replacing 1.5 rho / (rho - 1 + 1e-6).
         max_temperature: a cap on the formula's T (useful when the source is nearly balanced).
         batch_size: N, the calibrator's node width and post-training batch (64 in the paper).
@@ -1120,10 +1158,10 @@ class AdapTable(TestTimeMethod):
         graphs_per_step: graphs of ``batch_size`` rows per optimiser step; 1 as the authors;
             ``None`` keeps 1 on sources of up to 64 graphs and 32 steps per epoch above (see
             :func:`automatic_graphs_per_step`).
-        numerical, categorical: column kinds for the calibrator's Encoder; inferred from dtypes
-            when ``None``.
+        numerical, categorical: column kinds for the Encoder; inferred from dtypes when ``None``.
         output: what the model gives (see :func:`~adaptable.core.as_logit_function`).
-        random_state: seeds the calibrator's initialisation and row shuffling.
+        random_state: seeds the calibrator's initialisation and row shuffling, the rule
+            choice's bootstrap and the label-shift test's null draws.
         verbose: print one line per post-training epoch.
         progress: called as ``progress(epoch, train_loss, valid_loss, is_best)`` per epoch.
 
@@ -1131,26 +1169,33 @@ class AdapTable(TestTimeMethod):
         classes_: the source labels, sorted; column j of the outputs is class ``classes_[j]``.
         n_classes_: C.
         source_prior_: p_s, (C,).
-        temperature_: T.
+        temperature_: T of the paper's quantile rule (paper preset; ``None`` otherwise).
+        rule_: the default preset's :class:`~adaptable.core.decision.RuleChoice`.
+        shift_test_: the default preset's label-shift test.
         post_training_: the calibrator's :class:`PostTrainingReport` (``None`` without one).
 
     Example:
-        >>> method = AdapTable(calibrator="none")
+        >>> method = AdapTable(preset="paper", calibrator="none")
         >>> method.alpha, method.q_low, method.q_high
         (0.1, 0.25, 0.75)
         >>> method
-        AdapTable(calibrator='none')
+        AdapTable(calibrator='none', preset='paper')
     """
 
     name = "adaptable"
     updates_parameters = False
 
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "preset": [StrOptions(PRESETS)],
+        "objective": [StrOptions(OBJECTIVES)],
+        "shift_test_threshold": [Interval(Real, None, None, closed="neither")],
+        "prior_strength": [Interval(Real, 0, None, closed="left")],
+        "rule_evidence": [Interval(Real, 0, 1, closed="both")],
         "alpha": [Interval(Real, 0, 1, closed="both")],
         "q_low": [Interval(Real, 0, 1, closed="both")],
         "q_high": [Interval(Real, 0, 1, closed="both")],
         "adjacency": [StrOptions(ADJACENCIES)],
-        "calibrator": [StrOptions(CALIBRATORS)],
+        "calibrator": [StrOptions(("auto", *CALIBRATORS))],
         "temperature": [Interval(Real, 0, None, closed="neither"), None],
         "max_temperature": [Interval(Real, 0, None, closed="neither"), None],
         "batch_size": [Interval(Integral, 1, None)],
@@ -1173,11 +1218,16 @@ class AdapTable(TestTimeMethod):
     def __init__(
         self,
         *,
+        preset: str = "default",
+        objective: str = "macro_f1",
+        calibrator: str = "auto",
+        shift_test_threshold: float = 3.0,
+        prior_strength: float = 64.0,
+        rule_evidence: float = 0.8,
         alpha: float = 0.1,
         q_low: float = 0.25,
         q_high: float = 0.75,
         adjacency: str = "complete",
-        calibrator: str = "gnn",
         temperature: float | None = None,
         max_temperature: float | None = None,
         batch_size: int = 64,
@@ -1196,11 +1246,16 @@ class AdapTable(TestTimeMethod):
         verbose: bool = False,
         progress: Progress | None = None,
     ) -> None:
+        self.preset = preset
+        self.objective = objective
+        self.calibrator = calibrator
+        self.shift_test_threshold = shift_test_threshold
+        self.prior_strength = prior_strength
+        self.rule_evidence = rule_evidence
         self.alpha = alpha
         self.q_low = q_low
         self.q_high = q_high
         self.adjacency = adjacency
-        self.calibrator = calibrator
         self.temperature = temperature
         self.max_temperature = max_temperature
         self.batch_size = batch_size
@@ -1227,20 +1282,34 @@ class AdapTable(TestTimeMethod):
         return super().set_params(**params)
 
     def _check_parameters(self, params: dict[str, Any]) -> None:
-        """Every parameter against ``_parameter_constraints``, then q_low <= q_high."""
+        """Every parameter against ``_parameter_constraints``, then the combinations."""
         validate_parameters(self._parameter_constraints, params, type(self).__name__)
         if params["q_low"] > params["q_high"]:
             raise InvalidParameterError(
                 f"AdapTable needs q_low <= q_high; got q_low={params['q_low']!r}, "
                 f"q_high={params['q_high']!r}."
             )
+        if params["preset"] == "default" and params["calibrator"] == "oracle_test_labels":
+            raise InvalidParameterError(
+                "AdapTable: calibrator='oracle_test_labels' exists only for the paper's oracle "
+                "table; use it with preset='paper'."
+            )
+
+    @property
+    def calibrator_name_(self) -> str:
+        """The calibrator in use: ``calibrator``, with ``"auto"`` resolved for the preset."""
+        if self.calibrator != "auto":
+            return self.calibrator
+        return GraphCalibrator.name if self.preset == "paper" else TemperatureCalibrator.name
 
     # ------------------------------------------------------------------ fitting (line 3; App. A)
     def _fit(self, model: Any, source: SourceData) -> None:
-        """Compute p_s and T (line 3), fit the shift-trend Encoder, post-train the calibrator.
+        """Compute p_s, fit the calibrator, and the preset's own state.
 
-        Needs the source rows and labels; the validation rows, where given, serve early
-        stopping and the classical calibrators, and their labels count in p_s (as the authors).
+        Paper preset: T (line 3), the shift-trend Encoder and g_phi's post-training. Default
+        preset: the calibrator and the decision rule on the held-out rows, the Encoder and the
+        label-shift test on the source rows. The validation rows, where given, are the held-out
+        rows (early stopping, calibration, the rule); their labels count in p_s (as the authors).
         """
         self._check_parameters(self.get_params(deep=False))
         if source.X is None or source.y is None:
@@ -1251,38 +1320,88 @@ class AdapTable(TestTimeMethod):
         logits = self._logit_function(source.X)
         self.n_classes_ = logits.shape[1]
         self.source_prior_ = source_prior(source.y, source.y_valid, n_classes=self.n_classes_)
-        self.temperature_ = imbalance_temperature(
-            self.source_prior_, self.temperature, self.max_temperature
-        )
         logits_valid = None if source.X_valid is None else self._logit_function(source.X_valid)
+        held_out = (logits, source.y) if logits_valid is None else (logits_valid, source.y_valid)
         self.post_training_: PostTrainingReport | None = None
         self.encoder_ = self.layout_ = self.source_statistics_ = None
-        if self.calibrator == GraphCalibrator.name:
+        self.temperature_: float | None = None
+        self.rule_: RuleChoice | None = None
+        self.shift_test_: LabelShiftTest | None = None
+        if self.preset == "paper":
+            self.temperature_ = imbalance_temperature(
+                self.source_prior_, self.temperature, self.max_temperature
+            )
+        if self.calibrator_name_ == GraphCalibrator.name:
             self._calibrator = self._fit_graph_calibrator(source, logits, logits_valid)
         else:
-            held_out = (
-                (logits, source.y) if logits_valid is None else (logits_valid, source.y_valid)
-            )
-            self._calibrator = ABLATION_CALIBRATORS[self.calibrator]().fit(*held_out)
+            calibrator = ABLATION_CALIBRATORS[self.calibrator_name_]()
+            self._calibrator = calibrator.fit(*held_out)
+        if self.preset == "default":
+            if logits_valid is None:
+                warnings.warn(
+                    "AdapTable: no validation rows given; the decision rule and the calibrator "
+                    "are chosen on the training rows, whose scores are optimistic. Pass "
+                    "X_valid, y_valid.",
+                    UserWarning,
+                    stacklevel=3,
+                )
+            self._fit_recommended(source, *held_out)
+        self._start_stream()
+
+    def _fit_recommended(self, source: SourceData, logits: np.ndarray, labels: np.ndarray) -> None:
+        """The default preset: the rule for the objective, the Encoder and the label-shift test."""
+        seed = _seed(self.random_state)
+        self.rule_ = choose_rule(
+            softmax(logits),
+            labels,
+            self.source_prior_,
+            self.objective,
+            evidence=self.rule_evidence,
+            seed=seed,
+        )
+        if self.encoder_ is None:
+            self.encoder_ = self._fit_encoder(source)
+        rows = _source_rows(source)
+        encoded = self.encoder_.encode(rows)
+        all_labels = np.concatenate(
+            [source.y, *([] if source.y_valid is None else [source.y_valid])]
+        )
+        self.shift_test_ = LabelShiftTest.fit(
+            encoded.numeric,
+            encoded.codes,
+            self.encoder_.cardinalities,
+            all_labels,
+            self.n_classes_,
+            seed=seed,
+        )
+        self._prior_estimate = OnlinePriorEstimate(
+            self.source_prior_, strength=self.prior_strength, seed=seed
+        )
+
+    def _fit_encoder(self, source: SourceData) -> Any:
+        """The adapter's own Encoder, fitted on train + valid (as the authors); the model never
+        sees it."""
+        from adaptable.encoding import Encoder
+
+        return Encoder(self.numerical, self.categorical).fit(_source_rows(source))
+
+    def _start_stream(self) -> None:
+        """The online state right after fit."""
         self._online = OnlinePrior(self.n_classes_, self.alpha)
         self._last: tuple[BatchResult, np.ndarray] | None = None
+        self._last_rule: str | None = None
         self._n_batches = 0
+        if self.preset == "default":
+            self.shift_test_.reset()
+            self._prior_estimate.reset()
 
     def _fit_graph_calibrator(
         self, source: SourceData, logits: np.ndarray, logits_valid: np.ndarray | None
     ) -> GraphCalibrator:
         """Source statistics (Eq. 1's means), then post-training g_phi (Appendix A)."""
-        from adaptable.encoding import Encoder
-
-        fit_frame = _as_frame(source.X)
-        if source.X_valid is not None:
-            fit_frame = pd.concat([fit_frame, _as_frame(source.X_valid)], ignore_index=True)
-        # The calibrator's own Encoder (train + valid, as the authors); the model never sees it.
-        self.encoder_ = Encoder(self.numerical, self.categorical).fit(
-            _encoder_input(source.X, fit_frame)
-        )
+        self.encoder_ = self._fit_encoder(source)
         self.layout_ = ColumnLayout.from_encoder(self.encoder_)
-        encoded_source = self.encoder_.transform(source.X)
+        encoded_source = self.encoder_.encode(source.X)
         # Source means over the training rows (Eq. 1).
         self.source_statistics_ = self.layout_.source_statistics(encoded_source)
         train = (
@@ -1334,10 +1453,13 @@ class AdapTable(TestTimeMethod):
 
     # ------------------------------------------------------------------ adapting (lines 7-26)
     def predict_proba(self, X_batch: Any, *, oracle_labels: Any = None) -> np.ndarray:
-        """Adapt to one test batch and return p_bar, (n, C) in the order of ``classes_``.
+        """Adapt to one test batch and return its probabilities, (n, C) in ``classes_`` order.
 
-        **Stateful**: advances the online target-label estimate (see the class docstring), so
-        a second call on the same batch gives a different answer; :meth:`reset` starts over.
+        Paper preset: p_bar of Algorithm 1. Default preset: the estimated target posteriors
+        re-weighted for the objective (their argmax is the decision).
+
+        **Stateful**: advances the online state (see the class docstring), so a second call on
+        the same batch may give a different answer; :meth:`reset` starts over.
 
         Args:
             X_batch: the batch, as the model takes it (n >= 1 rows).
@@ -1350,11 +1472,11 @@ class AdapTable(TestTimeMethod):
                 "call adapt_logits(logits, X_batch)."
             )
         self._check_batch(X_batch)
-        # The batch's columns are checked (by the Encoder) before the model sees it, so a wrong
-        # table fails with our message rather than deep inside the model.
-        trend = self._shift_input(X_batch) if self._calibrator.needs_shift_trend else None
+        # Encoded once, before the model sees the batch: a wrong table fails with the Encoder's
+        # message rather than deep inside the model.
+        encoded = self._encode(X_batch)
         logits = self._check_logits(self._logit_function(X_batch))
-        return self._adapt(logits, trend, oracle_labels)
+        return self._adapt(logits, encoded, oracle_labels)
 
     def predict(self, X_batch: Any, *, oracle_labels: Any = None) -> np.ndarray:
         """Labels (from ``classes_``) of :meth:`predict_proba` (stateful like it)."""
@@ -1368,27 +1490,41 @@ class AdapTable(TestTimeMethod):
         *,
         oracle_labels: Any = None,
     ) -> np.ndarray:
-        """Algorithm 1 on logits the caller already has; stateful like :meth:`predict_proba`.
+        """Adapt on logits the caller already has; stateful like :meth:`predict_proba`.
 
         Args:
             logits: the source model's logits for the batch, (n, C).
-            X_batch: the batch's features (needed by the shift-aware calibrator only).
+            X_batch: the batch's features: needed by the shift-aware calibrator and by the
+                default preset's label-shift test.
             oracle_labels: see :meth:`predict_proba`.
 
         Returns:
-            p_bar, (n, C) float64, rows summing to 1.
+            (n, C) float64, rows summing to 1 (see :meth:`predict_proba`).
         """
         self._check_fitted()
         logits = self._check_logits(logits)
-        trend = None
-        if self._calibrator.needs_shift_trend:
+        encoded = None
+        if self._needs_features:
             if X_batch is None:
-                raise ValueError("The shift-aware calibrator needs X_batch next to the logits.")
+                raise ValueError(
+                    "adaptable: X_batch is needed next to the logits (by the shift-aware "
+                    "calibrator, or the default preset's label-shift test). Only "
+                    "AdapTable(preset='paper', calibrator='none' / 'platt' / 'isotonic') works "
+                    "on logits alone."
+                )
             n_rows = self._check_batch(X_batch)
             if n_rows != len(logits):
                 raise ValueError(f"X_batch has {n_rows} rows but the logits have {len(logits)}.")
-            trend = self._shift_input(X_batch)
-        return self._adapt(logits, trend, oracle_labels)
+            encoded = self._encode(X_batch)
+        return self._adapt(logits, encoded, oracle_labels)
+
+    @property
+    def _needs_features(self) -> bool:
+        return self.preset == "default" or self._calibrator.needs_shift_trend
+
+    def _encode(self, X: Any) -> EncodedBatch | None:
+        """The batch encoded once (numbers and category codes), where the adapter reads it."""
+        return self.encoder_.encode(X) if self._needs_features else None
 
     def _check_logits(self, logits: np.ndarray | torch.Tensor) -> np.ndarray:
         if isinstance(logits, torch.Tensor):
@@ -1405,11 +1541,17 @@ class AdapTable(TestTimeMethod):
         return logits
 
     def _adapt(
-        self, logits: np.ndarray, trend: ShiftTrendInput | None, oracle_labels: Any
+        self, logits: np.ndarray, encoded: EncodedBatch | None, oracle_labels: Any
     ) -> np.ndarray:
-        """Lines 8-26 on checked logits (the model, f, made them): calibrate, then decide."""
+        """One batch on checked logits (the model, f, made them): calibrate, then decide."""
+        trend = None
+        if self._calibrator.needs_shift_trend:
+            trend = self.layout_.shift_input(encoded, self.source_statistics_)
         calibrated, temperatures = self._calibrate(logits, trend, oracle_labels)
-        result = self._decide(logits, calibrated)
+        if self.preset == "paper":
+            result = self._decide(logits, calibrated)
+        else:
+            result = self._decide_for_objective(logits, calibrated, encoded)
         self._last = (result, temperatures)
         self._n_batches += 1
         return result.proba
@@ -1440,12 +1582,35 @@ class AdapTable(TestTimeMethod):
             self.q_high,
         )
 
+    def _decide_for_objective(
+        self, logits: np.ndarray, calibrated: np.ndarray, encoded: EncodedBatch
+    ) -> BatchResult:
+        """The default preset's decision for one batch (``docs/method.md``, section 7).
+
+        While the stream is consistent with pure label shift: the MAP-EM estimate p_t of the
+        target label distribution, the posteriors q re-weighted by p_t / p_s, and the class
+        weights that maximise the expected objective over the stream so far. Otherwise: the
+        rule chosen on the held-out source rows (argmax, or argmax p / p_s).
+        """
+        self.shift_test_.update(encoded.numeric, encoded.codes)
+        self._prior_estimate.add(calibrated)
+        if self.shift_test_.z_score() <= self.shift_test_threshold:
+            target = self._prior_estimate.estimate()
+            posteriors = self._prior_estimate.target_posteriors(calibrated)
+            weights = plugin_weights(self._prior_estimate.target_posteriors(), self.objective)
+            self._last_rule = "label_shift"
+        else:
+            target = self._prior_estimate.prior.copy()
+            posteriors = softmax(logits)
+            weights = self.source_prior_ ** (-self.rule_.beta)
+            self._last_rule = self.rule_.name
+        proba = normalize(posteriors * weights)
+        return BatchResult(proba, target, target.copy(), np.full(len(logits), np.nan), None)
+
     def reset(self) -> None:
-        """Back to the state right after fit: uniform p^oe, no last batch."""
+        """Back to the state right after fit (the online estimates and test forget the stream)."""
         self._check_fitted()
-        self._online.reset()
-        self._last = None
-        self._n_batches = 0
+        self._start_stream()
 
     @property
     def state(self) -> AdapTableState:
@@ -1455,7 +1620,11 @@ class AdapTable(TestTimeMethod):
         return AdapTableState(
             source_prior=self.source_prior_.copy(),
             temperature=self.temperature_,
-            online_prior=self._online.value.copy(),
+            online_prior=(
+                self._online.value.copy()
+                if self.preset == "paper"
+                else self._prior_estimate.prior.copy()
+            ),
             target_prior=None if result is None else result.target_prior,
             temperatures=temperatures,
             recalibration_temperatures=None
@@ -1463,11 +1632,13 @@ class AdapTable(TestTimeMethod):
             else result.recalibration_temperatures,
             uncertainty=None if result is None else result.uncertainty,
             n_batches=self._n_batches,
+            decision_rule=self._last_rule,
+            shift_statistic=None if self.shift_test_ is None else self.shift_test_.z_score(),
         )
 
     def _shift_input(self, X: Any) -> ShiftTrendInput:
         """Eq. 1 for the rows of X."""
-        return self.layout_.shift_input(self.encoder_.transform(X), self.source_statistics_)
+        return self.layout_.shift_input(self.encoder_.encode(X), self.source_statistics_)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -1513,6 +1684,9 @@ class AdapTable(TestTimeMethod):
         encoder: Any,
         layout: ColumnLayout | None,
         statistics: SourceStatistics | None,
+        rule: RuleChoice | None = None,
+        shift_test: LabelShiftTest | None = None,
+        prior_estimate: OnlinePriorEstimate | None = None,
     ) -> None:
         """The fitted state read by :func:`adaptable.core.serialization.load`."""
         self._logit_function = logit_function
@@ -1523,8 +1697,10 @@ class AdapTable(TestTimeMethod):
         self._online.value = online.copy()
         self._calibrator = calibrator
         self.encoder_, self.layout_, self.source_statistics_ = encoder, layout, statistics
+        self.rule_, self.shift_test_, self._prior_estimate = rule, shift_test, prior_estimate
         self.post_training_ = None
         self._last = None
+        self._last_rule = None
         self._n_batches = 0
         self.classes_ = classes
 
@@ -1543,8 +1719,10 @@ def _as_frame(X: Any) -> pd.DataFrame:
     return pd.DataFrame(np.asarray(X))
 
 
-def _encoder_input(X_source: Any, fit_frame: pd.DataFrame) -> Any:
-    """Arrays stay arrays (positional columns), frames stay frames."""
-    if isinstance(X_source, pd.DataFrame):
-        return fit_frame
-    return fit_frame.to_numpy()
+def _source_rows(source: SourceData) -> Any:
+    """Training and validation rows together; arrays stay arrays (positional columns), frames
+    stay frames."""
+    if source.X_valid is None:
+        return source.X
+    frame = pd.concat([_as_frame(source.X), _as_frame(source.X_valid)], ignore_index=True)
+    return frame if isinstance(source.X, pd.DataFrame) else frame.to_numpy()

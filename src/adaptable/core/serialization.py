@@ -26,12 +26,16 @@ from adaptable.core.adaptable import (
     check_distribution,
     imbalance_temperature,
 )
+from adaptable.core.decision import RuleChoice
+from adaptable.core.label_shift import LabelShiftTest, OnlinePriorEstimate
 from adaptable.core.model_adapter import as_logit_function
 
 if TYPE_CHECKING:
     from adaptable.core.adaptable import AdapTable
 
-FORMAT = "adaptable.AdapTable/1"
+FORMAT = "adaptable.AdapTable/2"
+#: files written before the presets existed hold the paper's algorithm
+OLDER_FORMATS = ("adaptable.AdapTable/1",)
 _METADATA_KEY = "adaptable"
 #: parameters that are not saved (a callable)
 _UNSAVED_PARAMS = ("progress",)
@@ -57,10 +61,24 @@ def save(method: AdapTable, path: str | os.PathLike[str]) -> None:
         "temperature": method.temperature_,
         "calibrator": method._calibrator.name,
     }
+    if method.preset == "default":
+        for key, value in method.shift_test_.arrays().items():
+            arrays[f"shift_test.{key}"] = value
+        for key, value in method._prior_estimate.arrays().items():
+            arrays[f"prior_estimate.{key}"] = value
+        rule = method.rule_
+        meta["rule"] = {
+            "beta": rule.beta,
+            "source_score": rule.source_score,
+            "balanced_score": rule.balanced_score,
+            "evidence": rule.evidence,
+        }
+        meta["seed"] = method._prior_estimate.seed
+        meta["encoder"] = method.encoder_.to_dict()
     # Labels other than the column indices 0..C-1 (e.g. 'no' / 'yes') are saved with the file.
     if not np.array_equal(method.classes_, np.arange(method.n_classes_)):
         meta["classes"] = method.classes_.tolist()
-    if method.encoder_ is not None:
+    if method.layout_ is not None:
         arrays["numeric_mean"] = method.source_statistics_.numeric_mean
         arrays["category_mean"] = method.source_statistics_.category_mean
         meta["encoder"] = method.encoder_.to_dict()
@@ -104,13 +122,20 @@ def load(
     classes = reader.classes(n_classes)
     prior = reader.distribution("source_prior", n_classes, positive=True)
     calibrator_name = reader.field("calibrator", str)
-    if calibrator_name != params["calibrator"]:
+    if calibrator_name != method.calibrator_name_:
         raise reader.error(
-            "calibrator", f"is {calibrator_name!r} but params say {params['calibrator']!r}"
+            "calibrator", f"is {calibrator_name!r} but params say {method.calibrator_name_!r}"
         )
-    temperature = reader.temperature(prior, params)
-    online = reader.distribution("online_prior", n_classes, positive=False)
+    paper = params["preset"] == "paper"
+    temperature = reader.temperature(prior, params) if paper else reader.no_temperature()
+    online = (
+        reader.distribution("online_prior", n_classes, positive=False)
+        if paper
+        else np.full(n_classes, 1.0 / n_classes)
+    )
     encoder = layout = statistics = None
+    if not paper:
+        encoder = reader.encoder()
     if calibrator_name == GraphCalibrator.name:
         encoder, layout, statistics = reader.shift_trend_state()
         net = ShiftAwareCalibrator.for_layout(
@@ -130,6 +155,9 @@ def load(
             )
         except ValueError as err:
             raise reader.error("calibrator", str(err)) from err
+    recommended: dict[str, Any] = {}
+    if not paper:
+        recommended = reader.recommended_state(prior, n_classes, params)
     reader.no_unexpected_tensors()
     method._restore(
         logit_function=None if model is None else as_logit_function(model, params["output"]),
@@ -141,6 +169,7 @@ def load(
         encoder=encoder,
         layout=layout,
         statistics=statistics,
+        **recommended,
     )
     return method
 
@@ -156,7 +185,10 @@ class _Reader:
             self.meta = json.loads(raw)
         except json.JSONDecodeError as err:
             raise self.error("metadata", f"is not valid JSON ({err})") from err
-        if not isinstance(self.meta, dict) or self.meta.get("format") != FORMAT:
+        if not isinstance(self.meta, dict) or self.meta.get("format") not in (
+            FORMAT,
+            *OLDER_FORMATS,
+        ):
             found = self.meta.get("format") if isinstance(self.meta, dict) else None
             raise ValueError(
                 f"{path!r}: unknown AdapTable file format {found!r}; expected {FORMAT!r}."
@@ -183,6 +215,11 @@ class _Reader:
 
     def params(self, cls: type[AdapTable]) -> dict[str, Any]:
         params = dict(self.field("params", dict))
+        if self.meta["format"] in OLDER_FORMATS:
+            # Written before the presets: the paper's algorithm (whose calibrator default was gnn).
+            params.setdefault("preset", "paper")
+        if "preset" not in params:
+            raise self.error("params", "name no preset")
         # Parameters added since the file was written take their defaults; unknown ones refuse.
         try:
             cls(**params)
@@ -244,13 +281,57 @@ class _Reader:
             )
         return float(value)
 
-    def shift_trend_state(self) -> tuple[Any, ColumnLayout, SourceStatistics]:
+    def no_temperature(self) -> None:
+        if self.meta.get("temperature") is not None:
+            raise self.error("temperature", "must be null for the default preset")
+        return None
+
+    def encoder(self) -> Any:
         from adaptable.encoding import Encoder
 
         try:
-            encoder = Encoder.from_dict(self.field("encoder", dict))
+            return Encoder.from_dict(self.field("encoder", dict))
         except (KeyError, TypeError, ValueError) as err:
             raise self.error("encoder", f"cannot be read ({err})") from err
+
+    def prefixed(self, prefix: str) -> dict[str, np.ndarray]:
+        out = {}
+        for key, value in self.arrays.items():
+            if key.startswith(prefix):
+                self.used.add(key)
+                out[key.removeprefix(prefix)] = value
+        return out
+
+    def recommended_state(
+        self, prior: np.ndarray, n_classes: int, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The default preset's rule, label-shift test and target-prior estimate."""
+        rule = self.field("rule", dict)
+        try:
+            choice = RuleChoice(
+                float(rule["beta"]),
+                float(rule["source_score"]),
+                float(rule["balanced_score"]),
+                float(rule["evidence"]),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise self.error("rule", f"cannot be read ({err})") from err
+        if choice.beta not in (0.0, 1.0) or not 0.0 <= choice.evidence <= 1.0:
+            raise self.error("rule", f"must have beta 0 or 1 and evidence in [0, 1]; got {rule}")
+        try:
+            test = LabelShiftTest.from_arrays(self.prefixed("shift_test."), n_classes)
+        except (ValueError, KeyError) as err:
+            raise self.error("shift_test", str(err)) from err
+        seed = self.field("seed", int)
+        estimate = OnlinePriorEstimate(prior, strength=params["prior_strength"], seed=seed)
+        try:
+            estimate.restore(self.prefixed("prior_estimate."))
+        except (ValueError, KeyError) as err:
+            raise self.error("prior_estimate", str(err)) from err
+        return {"rule": choice, "shift_test": test, "prior_estimate": estimate}
+
+    def shift_trend_state(self) -> tuple[Any, ColumnLayout, SourceStatistics]:
+        encoder = self.encoder()
         try:
             layout = ColumnLayout.from_dict(self.field("layout", dict))
         except (KeyError, TypeError, ValueError) as err:

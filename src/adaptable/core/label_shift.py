@@ -1,0 +1,360 @@
+"""Does label-shift correction apply to this stream, and what is the target label distribution?
+
+Label-shift correction re-weights p(y|x) by p_t(y) / p_s(y). That is right when only the label
+distribution moved (p(x|y) unchanged) and wrong when the features moved for other reasons:
+then p(y|x) may not have changed at all and the correction double-counts. The recommended
+adapter applies the correction only when the stream is statistically consistent with pure
+label shift, and estimates p_t(y) online:
+
+- :class:`LabelShiftTest` -- under label shift the target's feature means are a mixture of the
+  source's class-conditional means, E_t[phi(x)] = sum_y p_t(y) E_s[phi(x) | y]. We fit the
+  mixture weights on the simplex (least squares, each feature scaled by its within-class
+  variance) to the running mean of the stream's encoded features (standardised numbers and
+  one-hot category frequencies), and compare the residual n * r with its distribution under
+  the null of pure label shift, calibrated once at fit time by drawing source rows: z =
+  (n r - mean_0) / sd_0. A large z says the shift is not (only) a label shift.
+- :class:`OnlinePriorEstimate` -- the maximum a posteriori EM estimate of p_t(y) (Saerens et
+  al. 2002) over a bounded reservoir of the stream's calibrated posteriors, with
+  ``strength`` pseudo-rows at the source prior so that a short stream cannot swing it to a
+  corner of the simplex.
+
+Both work on any model (they need the encoded features and the calibrated probabilities, not
+the model) and cost O(batch) per batch, plus O(reservoir) for EM while correction applies.
+
+Example:
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 4000); x = rng.normal(size=(4000, 3)) + y[:, None]
+    >>> test = LabelShiftTest.fit(x, np.zeros((4000, 0), int), [], y, 2, seed=0)
+    >>> ys = (rng.random(2000) < 0.8).astype(int)          # pure label shift: 80 % class 1
+    >>> test.update(rng.normal(size=(2000, 3)) + ys[:, None], np.zeros((2000, 0), int))
+    >>> bool(test.z_score() < 3), test.mixture().round(1).tolist()
+    (True, [0.2, 0.8])
+    >>> test.reset(); test.update(rng.normal(size=(2000, 3)) + 2.0, np.zeros((2000, 0), int))
+    >>> bool(test.z_score() > 3)                             # a covariate shift
+    True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import nnls
+
+#: rows per draw and draws of the null distribution of n * residual (calibrated at fit)
+NULL_ROWS, NULL_DRAWS = 1024, 64
+#: features whose within-class variance is below this carry no weight (constant columns)
+MIN_VARIANCE = 1e-6
+
+
+def feature_sums(numeric: np.ndarray, codes: np.ndarray, offsets: np.ndarray, width: int):
+    """Column sums of [numbers, one-hot(codes)] without building the one-hot matrix, (width,).
+
+    Args:
+        numeric: standardised numbers, (n, D_num).
+        codes: category codes per categorical feature, -1 for unseen, (n, D_cat).
+        offsets: first one-hot column of each categorical feature, (D_cat,).
+        width: D_num + total number of categories.
+    """
+    numeric = np.asarray(numeric, dtype=np.float64)
+    out = np.zeros(width)
+    n_numeric = numeric.shape[1]
+    out[:n_numeric] = numeric.sum(axis=0)
+    if codes.shape[1]:
+        seen = codes >= 0
+        columns = (codes + offsets[None, :])[seen]
+        out[n_numeric:] = np.bincount(columns, minlength=width - n_numeric)
+    return out
+
+
+class LabelShiftTest:
+    """Running moment-matching test of "this stream is a pure label shift of the source".
+
+    Build with :meth:`fit`; then :meth:`update` with each batch's encoded features and read
+    :meth:`z_score` (large: not a label shift) and :meth:`mixture` (the fitted weights, a
+    feature-based estimate of p_t(y)). :meth:`reset` starts a new stream.
+
+    Attributes:
+        class_means: E_s[phi | y], (d, C).
+        weights: 1 / within-class variance of each feature (0 for constant ones), (d,).
+        null_mean, null_sd: mean and standard deviation of n * residual under the null.
+        offsets: first one-hot column of each categorical feature, (D_cat,).
+        n_numeric: D_num.
+    """
+
+    def __init__(
+        self,
+        class_means: np.ndarray,
+        weights: np.ndarray,
+        null_mean: float,
+        null_sd: float,
+        offsets: np.ndarray,
+        n_numeric: int,
+    ) -> None:
+        self.class_means = np.asarray(class_means, dtype=np.float64)
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.null_mean = float(null_mean)
+        self.null_sd = float(null_sd)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.n_numeric = int(n_numeric)
+        # The quadratic form of the residual in the mixture weights: G = M^T W M.
+        weighted = self.class_means * self.weights[:, None]
+        self._gram = self.class_means.T @ weighted
+        self._weighted_means = weighted
+        self.reset()
+
+    @classmethod
+    def fit(
+        cls,
+        numeric: np.ndarray,
+        codes: np.ndarray,
+        cardinalities: list[int] | np.ndarray,
+        labels: np.ndarray,
+        n_classes: int,
+        *,
+        seed: int = 0,
+    ) -> LabelShiftTest:
+        """Class-conditional means and variances of the source rows, and the null distribution.
+
+        Args:
+            numeric: standardised numbers of the source rows, (n, D_num).
+            codes: their category codes, (n, D_cat).
+            cardinalities: number of categories of each categorical feature.
+            labels: their labels 0..C-1, (n,).
+            n_classes: C.
+            seed: seeds the draws that calibrate the null distribution.
+        """
+        numeric = np.asarray(numeric, dtype=np.float64)
+        codes = np.asarray(codes, dtype=np.int64)
+        labels = np.asarray(labels, dtype=np.int64)
+        sizes = np.asarray(cardinalities, dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        width = numeric.shape[1] + int(sizes.sum())
+        means = np.zeros((width, n_classes))
+        within = np.zeros(width)
+        for c in range(n_classes):
+            rows = labels == c
+            count = max(int(rows.sum()), 1)
+            means[:, c] = feature_sums(numeric[rows], codes[rows], offsets, width) / count
+            # Numbers: sum of squared deviations; one-hot columns: count * f (1 - f).
+            deviation = numeric[rows] - means[: numeric.shape[1], c]
+            within[: numeric.shape[1]] += (deviation**2).sum(axis=0)
+            frequency = means[numeric.shape[1] :, c]
+            within[numeric.shape[1] :] += count * frequency * (1.0 - frequency)
+        within /= max(len(labels), 1)
+        weights = np.where(within > MIN_VARIANCE, 1.0 / np.maximum(within, MIN_VARIANCE), 0.0)
+        test = cls(means, weights, 0.0, 1.0, offsets, numeric.shape[1])
+        # The null: streams drawn from the source itself are exactly label-shift consistent.
+        rng = np.random.default_rng(seed)
+        draws = []
+        for _ in range(NULL_DRAWS):
+            rows = rng.integers(0, len(labels), NULL_ROWS)
+            test.reset()
+            test.update(numeric[rows], codes[rows])
+            draws.append(NULL_ROWS * test.residual())
+        test.null_mean = float(np.mean(draws))
+        test.null_sd = float(max(np.std(draws), 1e-9))
+        test.reset()
+        return test
+
+    @property
+    def width(self) -> int:
+        return len(self.weights)
+
+    def reset(self) -> None:
+        """Forget the stream."""
+        self._sums = np.zeros(self.width)
+        self.n_rows = 0
+        self._fitted: tuple[np.ndarray, float] | None = None
+
+    def update(self, numeric: np.ndarray, codes: np.ndarray) -> None:
+        """Add one batch's encoded rows to the running feature means."""
+        self._sums += feature_sums(numeric, np.asarray(codes), self.offsets, self.width)
+        self.n_rows += len(numeric)
+        self._fitted = None
+
+    def _fit_mixture(self) -> tuple[np.ndarray, float]:
+        if self._fitted is None:
+            mean = self._sums / max(self.n_rows, 1)
+            self._fitted = _simplex_least_squares(
+                self._gram, self._weighted_means.T @ mean, float(mean @ (self.weights * mean))
+            )
+        return self._fitted
+
+    def mixture(self) -> np.ndarray:
+        """The mixture weights that best explain the stream's feature means, (C,)."""
+        return self._fit_mixture()[0].copy()
+
+    def residual(self) -> float:
+        """The weighted squared distance of the stream's means to the best mixture."""
+        return self._fit_mixture()[1]
+
+    def z_score(self) -> float:
+        """(n * residual - null mean) / null sd; 0 before any row."""
+        if self.n_rows == 0:
+            return 0.0
+        return (self.n_rows * self.residual() - self.null_mean) / self.null_sd
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Fitted state and running sums, for saving."""
+        return {
+            "class_means": self.class_means,
+            "weights": self.weights,
+            "null": np.array([self.null_mean, self.null_sd]),
+            "offsets": self.offsets,
+            "n_numeric": np.array([self.n_numeric]),
+            "sums": self._sums,
+            "n_rows": np.array([self.n_rows]),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], n_classes: int) -> LabelShiftTest:
+        """Inverse of :meth:`arrays`; refuses arrays of the wrong shape or with NaN."""
+        means = _finite(arrays, "class_means")
+        if means.ndim != 2 or means.shape[1] != n_classes:
+            raise ValueError(f"label-shift test: class_means must be (d, {n_classes}).")
+        width = means.shape[0]
+        weights, sums = _finite(arrays, "weights"), _finite(arrays, "sums")
+        null = _finite(arrays, "null")
+        if weights.shape != (width,) or sums.shape != (width,) or null.shape != (2,):
+            raise ValueError("label-shift test: weights / sums / null have the wrong shape.")
+        if np.any(weights < 0) or null[1] <= 0:
+            raise ValueError("label-shift test: negative weights or a non-positive null sd.")
+        test = cls(
+            means,
+            weights,
+            null[0],
+            null[1],
+            _finite(arrays, "offsets").astype(np.int64),
+            int(_finite(arrays, "n_numeric")[0]),
+        )
+        test._sums = sums.copy()
+        test.n_rows = int(_finite(arrays, "n_rows")[0])
+        return test
+
+
+def _simplex_least_squares(gram: np.ndarray, linear: np.ndarray, constant: float):
+    """min over the simplex of pi^T G pi - 2 l^T pi + c, and the minimum (clipped at 0)."""
+    n_classes = len(linear)
+    # G = L L^T; the objective is ||L^T pi - L^{-1} l||^2 + const, an NNLS problem once a heavily
+    # weighted row asks sum(pi) = 1.
+    scale = max(float(np.trace(gram)) / n_classes, 1e-12)
+    ridge = gram + 1e-10 * scale * np.eye(n_classes)
+    chol = np.linalg.cholesky(ridge)
+    target = np.linalg.solve(chol, linear)
+    penalty = np.sqrt(1e6 * scale)
+    design = np.vstack([chol.T, np.full((1, n_classes), penalty)])
+    pi, _ = nnls(design, np.append(target, penalty))
+    pi = pi / max(pi.sum(), 1e-12)
+    value = float(pi @ gram @ pi - 2.0 * linear @ pi + constant)
+    return pi, max(value, 0.0)
+
+
+def _finite(arrays: dict[str, np.ndarray], key: str) -> np.ndarray:
+    if key not in arrays:
+        raise ValueError(f"label-shift state: missing array {key!r}.")
+    value = np.asarray(arrays[key], dtype=np.float64)
+    if not np.all(np.isfinite(value)):
+        raise ValueError(f"label-shift state: array {key!r} holds NaN or inf values.")
+    return value
+
+
+class OnlinePriorEstimate:
+    """MAP-EM estimate of the target label distribution from a stream of calibrated posteriors.
+
+    The fixed point of EM for label shift (Saerens et al. 2002) maximises the likelihood of the
+    stream under p_t(y|x) proportional to q(y|x) p_t(y) / p_s(y). A Dirichlet prior worth
+    ``strength`` rows at p_s keeps the estimate near p_s until the stream says otherwise. The
+    stream's posteriors are kept in a uniform reservoir of at most ``capacity`` rows (each
+    reservoir row stands for n_seen / size stream rows), so memory and time per batch stay
+    bounded however long the stream runs.
+
+    Args:
+        source_prior: p_s, (C,).
+        strength: pseudo-rows of the prior (0: plain maximum likelihood).
+        capacity: reservoir rows.
+        seed: seeds the reservoir's replacements (derived per batch, so no state to save).
+
+    Example:
+        >>> est = OnlinePriorEstimate(np.array([0.5, 0.5]), strength=0)
+        >>> q = np.array([[1.0, 0.0]] * 80 + [[0.0, 1.0]] * 20)   # certain posteriors: counts
+        >>> est.add(q); est.estimate().round(2).tolist()
+        [0.8, 0.2]
+        >>> OnlinePriorEstimate(np.array([0.5, 0.5]), strength=100).estimate().tolist()
+        [0.5, 0.5]
+    """
+
+    def __init__(
+        self, source_prior: np.ndarray, strength: float = 64.0, capacity: int = 4096, seed: int = 0
+    ) -> None:
+        self.source_prior = np.asarray(source_prior, dtype=np.float64)
+        self.strength = float(strength)
+        self.capacity = int(capacity)
+        self.seed = int(seed)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the stream."""
+        self.reservoir = np.zeros((0, len(self.source_prior)))
+        self.n_seen = 0
+        self.prior = self.source_prior.copy()
+
+    def add(self, posteriors: np.ndarray) -> None:
+        """Add one batch's calibrated source posteriors, (n, C), to the reservoir."""
+        posteriors = np.asarray(posteriors, dtype=np.float64)
+        room = max(self.capacity - len(self.reservoir), 0)
+        self.reservoir = np.vstack([self.reservoir, posteriors[:room]])
+        rest = posteriors[room:]
+        if len(rest):
+            # Algorithm R, one batch at a time: stream row t replaces a random slot with
+            # probability capacity / (t + 1).
+            rng = np.random.default_rng([self.seed, self.n_seen])
+            index = self.n_seen + room + np.arange(len(rest))
+            slots = (rng.random(len(rest)) * (index + 1)).astype(np.int64)
+            keep = slots < self.capacity
+            self.reservoir[slots[keep]] = rest[keep]
+        self.n_seen += len(posteriors)
+
+    def estimate(self, max_iterations: int = 100, tolerance: float = 1e-6) -> np.ndarray:
+        """MAP-EM from the last estimate (warm start); updates and returns p_t, (C,)."""
+        if self.n_seen == 0:
+            return self.prior.copy()
+        ratio = self.reservoir / self.source_prior
+        row_weight = self.n_seen / len(self.reservoir)
+        pseudo = self.strength * self.source_prior
+        prior = self.prior
+        for _ in range(max_iterations):
+            responsibility = ratio * prior
+            responsibility /= responsibility.sum(axis=1, keepdims=True)
+            new = (row_weight * responsibility.sum(axis=0) + pseudo) / (self.n_seen + self.strength)
+            done = np.abs(new - prior).max() < tolerance
+            prior = new
+            if done:
+                break
+        self.prior = prior
+        return prior.copy()
+
+    def target_posteriors(self, posteriors: np.ndarray | None = None) -> np.ndarray:
+        """``norm(q * p_t / p_s)`` of the given rows (default: the reservoir), (n, C)."""
+        rows = self.reservoir if posteriors is None else np.asarray(posteriors, dtype=np.float64)
+        weighted = rows * (self.prior / self.source_prior)
+        return weighted / weighted.sum(axis=1, keepdims=True)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Running state, for saving."""
+        return {
+            "reservoir": self.reservoir,
+            "n_seen": np.array([self.n_seen]),
+            "prior": self.prior,
+        }
+
+    def restore(self, arrays: dict[str, np.ndarray]) -> None:
+        """Inverse of :meth:`arrays`; refuses malformed state."""
+        reservoir, prior = _finite(arrays, "reservoir"), _finite(arrays, "prior")
+        n_classes = len(self.source_prior)
+        if reservoir.ndim != 2 or reservoir.shape[1] != n_classes:
+            raise ValueError(f"prior estimate: reservoir must be (n, {n_classes}).")
+        if prior.shape != (n_classes,) or np.any(prior < 0) or abs(prior.sum() - 1) > 1e-6:
+            raise ValueError(f"prior estimate: prior must be a probability vector; got {prior}.")
+        self.reservoir = reservoir.copy()
+        self.n_seen = int(_finite(arrays, "n_seen")[0])
+        self.prior = prior.copy()
