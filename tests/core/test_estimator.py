@@ -157,7 +157,9 @@ def test_save_load_gives_identical_outputs(tmp_path, synthetic, lr_pipeline, cal
 
 
 def test_calibrator_none_ignores_features(synthetic, lr_pipeline) -> None:
-    method = AdapTable(preset="paper", calibrator="none").fit(lr_pipeline, synthetic.train.X, synthetic.train.y)
+    method = AdapTable(preset="paper", calibrator="none").fit(
+        lr_pipeline, synthetic.train.X, synthetic.train.y
+    )
     logits = np.log(lr_pipeline.predict_proba(synthetic.test.X.iloc[:64]))
     _check_proba(method.adapt_logits(logits), 64)
     np.testing.assert_array_equal(method.state.temperatures, np.ones(64))

@@ -63,7 +63,9 @@ def test_fit_checks_parameters_set_behind_its_back(synthetic) -> None:
 
 
 def test_clone_get_params_set_params_and_repr() -> None:
-    method = AdapTable(preset="paper", alpha=0.2, calibrator="none", numerical=["a"], progress=print)
+    method = AdapTable(
+        preset="paper", alpha=0.2, calibrator="none", numerical=["a"], progress=print
+    )
     copy = clone(method)
     assert copy is not method and copy.get_params() == method.get_params()
     assert set(method.get_params(deep=True)) == set(method.get_params(deep=False))
@@ -137,7 +139,9 @@ def test_labels_the_model_does_not_know_are_refused(synthetic) -> None:
     X = synthetic.train.X[synthetic.numerical].to_numpy()
     model = LogisticRegression().fit(X, np.array(["a", "b"])[synthetic.train.y])
     with pytest.raises(ValueError, match="classes_"):
-        AdapTable(preset="paper", calibrator="none").fit(model, X, np.array(["no", "yes"])[synthetic.train.y])
+        AdapTable(preset="paper", calibrator="none").fit(
+            model, X, np.array(["no", "yes"])[synthetic.train.y]
+        )
     fitted = AdapTable(preset="paper", calibrator="oracle_test_labels").fit(
         model, X, np.array(["a", "b"])[synthetic.train.y]
     )

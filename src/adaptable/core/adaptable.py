@@ -75,7 +75,14 @@ from torch import nn
 from torch.nn import functional as F
 
 from adaptable.core.calibrators import ABLATION_CALIBRATORS, Calibrator, TemperatureCalibrator
-from adaptable.core.decision import OBJECTIVES, RuleChoice, choose_rule, plugin_weights
+from adaptable.core.decision import (
+    OBJECTIVES,
+    RuleChoice,
+    choose_rule,
+    expected_confusion,
+    plugin_weights,
+    score,
+)
 from adaptable.core.interface import SourceData, TestTimeMethod
 from adaptable.core.kernel import CompleteGraphKernel
 from adaptable.core.label_shift import LabelShiftTest, OnlinePriorEstimate
@@ -1394,6 +1401,8 @@ class AdapTable(TestTimeMethod):
         if self.preset == "default":
             self.shift_test_.reset()
             self._prior_estimate.reset()
+            #: expected (true, predicted) counts of argmax [0] and the balanced rule [1]
+            self._expected = np.zeros((2, self.n_classes_, self.n_classes_))
 
     def _fit_graph_calibrator(
         self, source: SourceData, logits: np.ndarray, logits_valid: np.ndarray | None
@@ -1590,10 +1599,18 @@ class AdapTable(TestTimeMethod):
         While the stream is consistent with pure label shift: the MAP-EM estimate p_t of the
         target label distribution, the posteriors q re-weighted by p_t / p_s, and the class
         weights that maximise the expected objective over the stream so far. Otherwise: the
-        rule chosen on the held-out source rows (argmax, or argmax p / p_s).
+        balanced rule argmax p / p_s where both the held-out source rows (``rule_``) and the
+        model's own calibrated view of the stream so far say it serves the objective better
+        than argmax; else argmax.
         """
         self.shift_test_.update(encoded.numeric, encoded.codes)
         self._prior_estimate.add(calibrated)
+        proba = softmax(logits)
+        # The stream's expected confusion of both rules, under the calibrated posteriors.
+        self._expected[0] += expected_confusion(calibrated, proba.argmax(axis=1))
+        self._expected[1] += expected_confusion(
+            calibrated, (proba / self.source_prior_).argmax(axis=1)
+        )
         if self.shift_test_.z_score() <= self.shift_test_threshold:
             target = self._prior_estimate.estimate()
             posteriors = self._prior_estimate.target_posteriors(calibrated)
@@ -1601,9 +1618,12 @@ class AdapTable(TestTimeMethod):
             self._last_rule = "label_shift"
         else:
             target = self._prior_estimate.prior.copy()
-            posteriors = softmax(logits)
-            weights = self.source_prior_ ** (-self.rule_.beta)
-            self._last_rule = self.rule_.name
+            posteriors = proba
+            balanced = self.rule_.beta > 0 and score(self._expected[1], self.objective) >= score(
+                self._expected[0], self.objective
+            )
+            weights = 1.0 / self.source_prior_ if balanced else np.ones(self.n_classes_)
+            self._last_rule = "balanced" if balanced else "source"
         proba = normalize(posteriors * weights)
         return BatchResult(proba, target, target.copy(), np.full(len(logits), np.nan), None)
 
@@ -1687,6 +1707,7 @@ class AdapTable(TestTimeMethod):
         rule: RuleChoice | None = None,
         shift_test: LabelShiftTest | None = None,
         prior_estimate: OnlinePriorEstimate | None = None,
+        expected: np.ndarray | None = None,
     ) -> None:
         """The fitted state read by :func:`adaptable.core.serialization.load`."""
         self._logit_function = logit_function
@@ -1698,6 +1719,7 @@ class AdapTable(TestTimeMethod):
         self._calibrator = calibrator
         self.encoder_, self.layout_, self.source_statistics_ = encoder, layout, statistics
         self.rule_, self.shift_test_, self._prior_estimate = rule, shift_test, prior_estimate
+        self._expected = expected
         self.post_training_ = None
         self._last = None
         self._last_rule = None

@@ -15,8 +15,10 @@ label shift, and estimates p_t(y) online:
   (n r - mean_0) / sd_0. A large z says the shift is not (only) a label shift.
 - :class:`OnlinePriorEstimate` -- the maximum a posteriori EM estimate of p_t(y) (Saerens et
   al. 2002) over a bounded reservoir of the stream's calibrated posteriors, with
-  ``strength`` pseudo-rows at the source prior so that a short stream cannot swing it to a
-  corner of the simplex.
+  ``strength`` pseudo-rows at the uniform distribution, so that a short stream cannot swing
+  it to a corner of the simplex, and so that, until the stream says otherwise, the decision
+  leans towards the balanced rule (which is right for balanced accuracy whatever the target
+  prior) rather than towards the source prior the stream is suspected to have left.
 
 Both work on any model (they need the encoded features and the calibrated probabilities, not
 the model) and cost O(batch) per batch, plus O(reservoir) for EM while correction applies.
@@ -263,7 +265,7 @@ class OnlinePriorEstimate:
 
     The fixed point of EM for label shift (Saerens et al. 2002) maximises the likelihood of the
     stream under p_t(y|x) proportional to q(y|x) p_t(y) / p_s(y). A Dirichlet prior worth
-    ``strength`` rows at p_s keeps the estimate near p_s until the stream says otherwise. The
+    ``strength`` rows at the uniform distribution keeps a short stream's estimate moderate. The
     stream's posteriors are kept in a uniform reservoir of at most ``capacity`` rows (each
     reservoir row stands for n_seen / size stream rows), so memory and time per batch stay
     bounded however long the stream runs.
@@ -279,7 +281,7 @@ class OnlinePriorEstimate:
         >>> q = np.array([[1.0, 0.0]] * 80 + [[0.0, 1.0]] * 20)   # certain posteriors: counts
         >>> est.add(q); est.estimate().round(2).tolist()
         [0.8, 0.2]
-        >>> OnlinePriorEstimate(np.array([0.5, 0.5]), strength=100).estimate().tolist()
+        >>> OnlinePriorEstimate(np.array([0.8, 0.2]), strength=100).estimate().tolist()
         [0.5, 0.5]
     """
 
@@ -292,11 +294,16 @@ class OnlinePriorEstimate:
         self.seed = int(seed)
         self.reset()
 
+    @property
+    def center(self) -> np.ndarray:
+        """The mean of the Dirichlet prior: uniform over the classes."""
+        return np.full(len(self.source_prior), 1.0 / len(self.source_prior))
+
     def reset(self) -> None:
         """Forget the stream."""
         self.reservoir = np.zeros((0, len(self.source_prior)))
         self.n_seen = 0
-        self.prior = self.source_prior.copy()
+        self.prior = self.center
 
     def add(self, posteriors: np.ndarray) -> None:
         """Add one batch's calibrated source posteriors, (n, C), to the reservoir."""
@@ -320,7 +327,7 @@ class OnlinePriorEstimate:
             return self.prior.copy()
         ratio = self.reservoir / self.source_prior
         row_weight = self.n_seen / len(self.reservoir)
-        pseudo = self.strength * self.source_prior
+        pseudo = self.strength * self.center
         prior = self.prior
         for _ in range(max_iterations):
             responsibility = ratio * prior

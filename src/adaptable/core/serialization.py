@@ -47,10 +47,9 @@ def save(method: AdapTable, path: str | os.PathLike[str]) -> None:
 
     from adaptable import __version__
 
-    arrays: dict[str, np.ndarray] = {
-        "source_prior": method.source_prior_,
-        "online_prior": method._online.value,
-    }
+    arrays: dict[str, np.ndarray] = {"source_prior": method.source_prior_}
+    if method.preset == "paper":
+        arrays["online_prior"] = method._online.value
     for key, value in method._calibrator.arrays().items():
         arrays[f"calibrator.{key}"] = value
     meta: dict[str, Any] = {
@@ -66,6 +65,7 @@ def save(method: AdapTable, path: str | os.PathLike[str]) -> None:
             arrays[f"shift_test.{key}"] = value
         for key, value in method._prior_estimate.arrays().items():
             arrays[f"prior_estimate.{key}"] = value
+        arrays["expected_confusion"] = method._expected
         rule = method.rule_
         meta["rule"] = {
             "beta": rule.beta,
@@ -328,7 +328,15 @@ class _Reader:
             estimate.restore(self.prefixed("prior_estimate."))
         except (ValueError, KeyError) as err:
             raise self.error("prior_estimate", str(err)) from err
-        return {"rule": choice, "shift_test": test, "prior_estimate": estimate}
+        expected = self.tensor("expected_confusion", (2, n_classes, n_classes))
+        if np.any(expected < 0):
+            raise self.error("expected_confusion", "holds negative counts")
+        return {
+            "rule": choice,
+            "shift_test": test,
+            "prior_estimate": estimate,
+            "expected": expected.astype(np.float64),
+        }
 
     def shift_trend_state(self) -> tuple[Any, ColumnLayout, SourceStatistics]:
         encoder = self.encoder()

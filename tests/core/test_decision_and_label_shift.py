@@ -1,0 +1,141 @@
+"""The recommended adapter's parts: metric-aware decisions, the label-shift test, MAP-EM."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
+
+from adaptable.core.decision import (
+    BETAS,
+    choose_rule,
+    confusion,
+    expected_confusion,
+    plugin_weights,
+    score,
+)
+from adaptable.core.label_shift import LabelShiftTest, OnlinePriorEstimate, feature_sums
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_scores_equal_scikit_learn(n_classes: int) -> None:
+    rng = np.random.default_rng(n_classes)
+    y, pred = rng.integers(0, n_classes, 200), rng.integers(0, n_classes, 200)
+    matrix = confusion(y, pred, n_classes)
+    assert score(matrix, "macro_f1") == pytest.approx(f1_score(y, pred, average="macro"))
+    assert score(matrix, "balanced_accuracy") == pytest.approx(balanced_accuracy_score(y, pred))
+    assert score(matrix, "accuracy") == pytest.approx(accuracy_score(y, pred))
+    with pytest.raises(ValueError, match="objective"):
+        score(matrix, "f2")
+
+
+def test_expected_confusion_sums_posteriors_by_prediction() -> None:
+    q = np.array([[0.9, 0.1], [0.3, 0.7], [0.6, 0.4]])
+    np.testing.assert_allclose(expected_confusion(q, np.array([0, 1, 1])), [[0.9, 0.9], [0.1, 1.1]])
+
+
+def test_binary_macro_f1_threshold_is_the_best_of_every_cut() -> None:
+    rng = np.random.default_rng(0)
+    q1 = rng.beta(0.6, 2.0, 300)
+    q = np.stack([1 - q1, q1], axis=1)
+    v = plugin_weights(q, "macro_f1")
+    chosen = score(expected_confusion(q, (q * v).argmax(axis=1)), "macro_f1")
+    every_cut = [
+        score(expected_confusion(q, (q1 >= t).astype(int)), "macro_f1") for t in np.unique(q1)
+    ]
+    assert chosen == pytest.approx(max(every_cut))
+
+
+def test_plugin_weights_for_accuracy_balanced_accuracy_and_multiclass() -> None:
+    rng = np.random.default_rng(1)
+    q = rng.dirichlet([0.5, 1.0, 2.0], 400)
+    np.testing.assert_array_equal(plugin_weights(q, "accuracy"), np.ones(3))
+    np.testing.assert_allclose(plugin_weights(q, "balanced_accuracy"), 1 / q.mean(axis=0))
+    v = plugin_weights(q, "macro_f1")
+    family = [1 / q.mean(axis=0) ** b for b in BETAS]
+    assert any(np.allclose(v, w) for w in family)
+    best = max(score(expected_confusion(q, (q * w).argmax(axis=1)), "macro_f1") for w in family)
+    assert score(expected_confusion(q, (q * v).argmax(axis=1)), "macro_f1") == pytest.approx(best)
+
+
+def test_choose_rule_needs_evidence_for_the_balanced_rule() -> None:
+    rng = np.random.default_rng(2)
+    y = (rng.random(2000) < 0.2).astype(int)
+    p1 = 0.05 + 0.2 * y + 0.15 * rng.random(2000)  # argmax never says 1; p / p_s separates
+    proba = np.stack([1 - p1, p1], axis=1)
+    prior = np.array([0.8, 0.2])
+    choice = choose_rule(proba, y, prior, "macro_f1")
+    assert choice.name == "balanced" and choice.evidence > 0.95
+    assert choose_rule(proba, y, prior, "accuracy").name == "source"
+    # Identical rules: nothing to choose.
+    calm = np.tile([0.9, 0.1], (2000, 1))
+    assert choose_rule(calm, y, prior, "macro_f1").beta == 0.0
+    # An unreachable evidence level keeps the source rule.
+    assert choose_rule(proba, y, prior, "macro_f1", evidence=1.0 + 1e-9).beta == 0.0
+
+
+def test_feature_sums_equal_the_dense_one_hot_sums() -> None:
+    numeric = np.array([[1.0], [2.0], [4.0]])
+    codes = np.array([[0, 1], [2, -1], [0, 0]])  # -1: unseen -> all-zero block
+    dense = np.array([[1, 1, 0, 0, 0, 1], [2, 0, 0, 1, 0, 0], [4, 1, 0, 0, 1, 0]], float)
+    np.testing.assert_allclose(feature_sums(numeric, codes, np.array([0, 3]), 6), dense.sum(0))
+
+
+@pytest.fixture(scope="module")
+def gaussian_test() -> tuple[LabelShiftTest, np.random.Generator]:
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 3, 6000)
+    means = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0]])
+    x = means[y] + rng.normal(size=(6000, 2))
+    codes = (y[:, None] + (rng.random((6000, 1)) < 0.3)) % 3
+    return LabelShiftTest.fit(x, codes, [3], y, 3, seed=0), rng
+
+
+def test_label_shift_test_accepts_a_label_shift_and_rejects_a_covariate_shift(gaussian_test):
+    test, rng = gaussian_test
+    means = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0]])
+    y = rng.choice(3, 3000, p=[0.6, 0.1, 0.3])
+    codes = (y[:, None] + (rng.random((3000, 1)) < 0.3)) % 3
+    test.reset()
+    test.update(means[y] + rng.normal(size=(3000, 2)), codes)
+    assert test.z_score() < 3.0
+    np.testing.assert_allclose(test.mixture(), [0.6, 0.1, 0.3], atol=0.05)
+    test.reset()
+    test.update(means[y] + rng.normal(size=(3000, 2)) * 1.5 + [0.0, 1.0], codes)
+    assert test.z_score() > 3.0
+    # The null is calibrated: draws from the source itself give z near 0.
+    assert test.null_sd > 0 and np.isfinite(test.null_mean)
+
+
+def test_label_shift_test_round_trips_its_arrays(gaussian_test) -> None:
+    test, rng = gaussian_test
+    test.reset()
+    test.update(rng.normal(size=(100, 2)), rng.integers(0, 3, (100, 1)))
+    copy = LabelShiftTest.from_arrays(test.arrays(), 3)
+    assert copy.z_score() == pytest.approx(test.z_score())
+    broken = test.arrays() | {"null": np.array([0.0, -1.0])}
+    with pytest.raises(ValueError, match="null"):
+        LabelShiftTest.from_arrays(broken, 3)
+
+
+def test_map_em_step_by_hand() -> None:
+    est = OnlinePriorEstimate(np.array([0.5, 0.5]), strength=2.0)
+    est.add(np.array([[0.8, 0.2], [0.4, 0.6]]))
+    prior = est.estimate(max_iterations=1)
+    # One EM step from the uniform start: responsibilities = q; (sum q + 2 * 0.5) / (2 + 2).
+    np.testing.assert_allclose(prior, [(1.2 + 1.0) / 4, (0.8 + 1.0) / 4])
+
+
+def test_map_em_recovers_a_known_prior_and_the_reservoir_stays_bounded() -> None:
+    rng = np.random.default_rng(4)
+    source = np.array([0.7, 0.3])
+    y = (rng.random(20000) < 0.6).astype(int)  # target: 60 % class 1
+    # Calibrated source posteriors of a model with likelihood ratio 4 between the classes.
+    ratio = np.where(rng.random(20000) < 0.8, 4.0, 0.25) ** np.where(y == 1, 1, -1)
+    odds = ratio * source[1] / source[0]
+    q = np.stack([1 / (1 + odds), odds / (1 + odds)], axis=1)
+    est = OnlinePriorEstimate(source, strength=64.0, capacity=4096, seed=0)
+    for start in range(0, 20000, 64):
+        est.add(q[start : start + 64])
+    assert len(est.reservoir) == 4096 and est.n_seen == 20000
+    assert abs(est.estimate()[1] - 0.6) < 0.03

@@ -1,0 +1,180 @@
+"""The recommended adapter, AdapTable(preset="default"), end to end on synthetic shifts whose
+truth is known: a pure label shift (p(x|y) fixed) and a covariate shift (p(y|x) fixed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import accuracy_score, f1_score
+from sklearn.pipeline import make_pipeline
+
+from adaptable import AdapTable
+from adaptable.core.serialization import load
+from adaptable.encoding import Encoder
+
+MEANS = np.array([[0.0, 0.0, 0.0], [1.0, 0.6, 0.3]])  # class-conditional means, unit variance
+LEVELS = np.array([["a", "b", "c"], ["c", "b", "a"]])  # the categorical feature's favourites
+
+
+def draw(labels: np.ndarray, rng: np.random.Generator, shift: float = 0.0) -> pd.DataFrame:
+    """Rows of the given classes; ``shift`` moves every row's first feature (both classes)."""
+    x = MEANS[labels] + rng.normal(size=(len(labels), 3))
+    x[:, 0] += shift
+    favourite = rng.random(len(labels)) < 0.6
+    level = np.where(favourite, LEVELS[labels, 0], LEVELS[labels, rng.integers(1, 3, len(labels))])
+    frame = pd.DataFrame(x, columns=["u", "v", "w"])
+    frame["k"] = level
+    return frame
+
+
+def posterior_one(frame: pd.DataFrame, prior_one: float) -> np.ndarray:
+    """The true p(y=1|x) of the generating model (Gaussian part only: the categorical part is
+    the same for every covariate-shift row below, which keeps the levels' distribution)."""
+    x = frame[["u", "v", "w"]].to_numpy()
+    log_odds = (
+        x @ (MEANS[1] - MEANS[0])
+        - 0.5 * (MEANS[1] @ MEANS[1])
+        + np.log(prior_one / (1 - prior_one))
+    )
+    return 1.0 / (1.0 + np.exp(-log_odds))
+
+
+@pytest.fixture(scope="module")
+def source():
+    rng = np.random.default_rng(0)
+    y = (rng.random(6000) < 0.2).astype(int)
+    X = draw(y, rng)
+    model = make_pipeline(Encoder(), LogisticRegression(max_iter=500)).fit(X[:4000], y[:4000])
+    return model, X, y
+
+
+def fitted(source, **options) -> AdapTable:
+    model, X, y = source
+    return AdapTable(random_state=0, **options).fit(model, X[:4000], y[:4000], X[4000:], y[4000:])
+
+
+def stream(method: AdapTable, X: pd.DataFrame, size: int = 64) -> np.ndarray:
+    return np.concatenate(
+        [method.predict_proba(X.iloc[i : i + size]) for i in range(0, len(X), size)]
+    )
+
+
+def test_pure_label_shift_estimates_the_prior_and_beats_the_source(source) -> None:
+    model, *_ = source
+    rng = np.random.default_rng(1)
+    y = (rng.random(4000) < 0.7).astype(int)  # from 20 % to 70 % class 1, p(x|y) unchanged
+    X = draw(y, rng)
+    method = fitted(source)
+    proba = stream(method, X)
+    state = method.state
+    assert state.decision_rule == "label_shift"
+    assert state.shift_statistic <= method.shift_test_threshold
+    assert abs(state.online_prior[1] - 0.7) < 0.05
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    adapted = f1_score(y, proba.argmax(axis=1), average="macro")
+    unadapted = f1_score(y, model.predict(X), average="macro")
+    assert adapted >= unadapted + 0.05
+
+
+def test_covariate_shift_keeps_the_decision_of_the_source_rule(source) -> None:
+    model, *_ = source
+    rng = np.random.default_rng(2)
+    # Covariate shift: the first feature moves, labels drawn from the unchanged p(y|x).
+    X = draw(np.zeros(4000, dtype=int), rng, shift=1.5)
+    X["k"] = draw((rng.random(4000) < 0.2).astype(int), rng)["k"]
+    y = (rng.random(4000) < posterior_one(X, 0.2)).astype(int)
+    method = fitted(source)
+    pred = stream(method, X).argmax(axis=1)
+    assert method.state.decision_rule != "label_shift"
+    assert method.state.shift_statistic > method.shift_test_threshold
+    source_f1 = f1_score(y, model.predict(X), average="macro")
+    assert f1_score(y, pred, average="macro") >= source_f1 - 0.005
+    # With the accuracy objective nothing is re-weighted on a covariate shift: argmax stays.
+    accurate = fitted(source, objective="accuracy")
+    pred = stream(accurate, X).argmax(axis=1)
+    assert accuracy_score(y, pred) >= accuracy_score(y, model.predict(X)) - 0.01
+
+
+def test_imbalanced_source_without_shift_chooses_the_balanced_rule_for_macro_f1(source) -> None:
+    method = fitted(source)
+    assert method.rule_.name == "balanced"  # a 20 % minority under-called by argmax
+    assert method.rule_.balanced_score > method.rule_.source_score
+    assert fitted(source, objective="accuracy").rule_.name == "source"
+
+
+def test_predict_proba_is_the_decision_of_the_chosen_rule(source) -> None:
+    model, X, _ = source
+    rng = np.random.default_rng(3)
+    batch = draw(np.zeros(64, dtype=int), rng, shift=3.0)  # far from any label shift
+    method = fitted(source)
+    method.predict_proba(draw(np.zeros(640, dtype=int), rng, shift=3.0))  # the test decides
+    assert method.rule_.name == "balanced"
+    # On this covariate shift the model's own view of the stream says argmax serves macro-F1
+    # better, so the balanced rule chosen on the source rows is not used.
+    assert method.state.decision_rule == "source"
+    p = model.predict_proba(batch)
+    np.testing.assert_allclose(method.predict_proba(batch), p, rtol=1e-6)
+    # Where the stream's expected confusions favour the balanced rule, it is used.
+    method._expected[1] = np.diag([1000.0, 1000.0])
+    balanced = p / method.source_prior_
+    np.testing.assert_allclose(
+        method.predict_proba(batch), balanced / balanced.sum(axis=1, keepdims=True), rtol=1e-6
+    )
+    assert method.state.decision_rule == "balanced"
+
+
+def test_reset_replays_the_stream_and_save_load_continues_it(source, tmp_path) -> None:
+    model, *_ = source
+    rng = np.random.default_rng(4)
+    X = draw((rng.random(1024) < 0.6).astype(int), rng)
+    method = fitted(source)
+    first = stream(method, X)
+    method.reset()
+    np.testing.assert_array_equal(stream(method, X), first)
+    method.reset()
+    stream(method, X.iloc[:512])
+    method.save(tmp_path / "default.safetensors")
+    loaded = AdapTable.load(tmp_path / "default.safetensors", model=model)
+    assert loaded.preset == "default" and loaded.rule_ == method.rule_
+    np.testing.assert_allclose(stream(loaded, X.iloc[512:]), stream(method, X.iloc[512:]))
+
+
+def test_files_from_before_the_presets_load_as_the_paper_algorithm(source, tmp_path) -> None:
+    import json
+
+    from safetensors.numpy import load_file, save_file
+
+    model, X, y = source
+    paper = AdapTable(preset="paper", calibrator="none").fit(model, X[:4000], y[:4000])
+    path = tmp_path / "paper.safetensors"
+    paper.save(path)
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="numpy") as handle:
+        meta = json.loads(handle.metadata()["adaptable"])
+    meta["format"] = "adaptable.AdapTable/1"
+    del meta["params"]["preset"], meta["params"]["objective"]
+    save_file(load_file(str(path)), str(path), metadata={"adaptable": json.dumps(meta)})
+    old = load(AdapTable, path, model)
+    assert old.preset == "paper"
+    batch = X.iloc[:64]
+    np.testing.assert_array_equal(old.predict_proba(batch), paper.predict_proba(batch))
+
+
+def test_bad_default_parameters_name_themselves() -> None:
+    with pytest.raises(ValueError, match="objective"):
+        AdapTable(objective="f2")
+    with pytest.raises(ValueError, match="preset"):
+        AdapTable(preset="fast")
+    with pytest.raises(ValueError, match="oracle"):
+        AdapTable(calibrator="oracle_test_labels")
+    with pytest.raises(ValueError, match="rule_evidence"):
+        AdapTable(rule_evidence=1.5)
+
+
+def test_logits_alone_are_refused_by_the_default_preset(source) -> None:
+    method = fitted(source)
+    with pytest.raises(ValueError, match="X_batch is needed"):
+        method.adapt_logits(np.zeros((4, 2)))
