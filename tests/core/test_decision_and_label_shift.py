@@ -66,7 +66,12 @@ def test_choose_rule_needs_evidence_for_the_balanced_rule() -> None:
     prior = np.array([0.8, 0.2])
     choice = choose_rule(proba, y, prior, "macro_f1")
     assert choice.name == "balanced" and choice.evidence > 0.95
-    assert choose_rule(proba, y, prior, "accuracy").name == "source"
+    assert choose_rule(proba, y, prior, "accuracy").name == "balanced"  # it is more accurate too
+    # Calibrated posteriors: argmax is the accuracy-optimal rule.
+    p1 = rng.beta(1.0, 3.0, 4000)
+    calibrated = np.stack([1 - p1, p1], axis=1)
+    y_calibrated = (rng.random(4000) < p1).astype(int)
+    assert choose_rule(calibrated, y_calibrated, prior, "accuracy").name == "source"
     # Identical rules: nothing to choose.
     calm = np.tile([0.9, 0.1], (2000, 1))
     assert choose_rule(calm, y, prior, "macro_f1").beta == 0.0
