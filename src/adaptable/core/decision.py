@@ -46,9 +46,9 @@ def expected_confusion(posteriors: np.ndarray, pred: np.ndarray) -> np.ndarray:
     """Expected (true, predicted) counts if ``posteriors`` (n, C) were the true class
     probabilities of the rows: column k sums the posteriors of the rows predicted k."""
     n_classes = posteriors.shape[1]
-    onehot = np.zeros((len(pred), n_classes))
-    onehot[np.arange(len(pred)), pred] = 1.0
-    return posteriors.T @ onehot
+    return np.stack(
+        [np.bincount(pred, weights=posteriors[:, j], minlength=n_classes) for j in range(n_classes)]
+    )
 
 
 def score(matrix: np.ndarray, objective: str) -> float | np.ndarray:

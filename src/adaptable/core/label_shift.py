@@ -237,6 +237,14 @@ class LabelShiftTest:
 def _simplex_least_squares(gram: np.ndarray, linear: np.ndarray, constant: float):
     """min over the simplex of pi^T G pi - 2 l^T pi + c, and the minimum (clipped at 0)."""
     n_classes = len(linear)
+    if n_classes == 2:
+        # The simplex is the segment pi = (1 - t, t): a quadratic in t, minimised and clipped.
+        direction = np.array([-1.0, 1.0])
+        curvature = float(direction @ gram @ direction)
+        slope = float(linear @ direction - direction @ gram[:, 0])
+        t = min(max(slope / curvature, 0.0), 1.0) if curvature > 0 else 0.0
+        pi = np.array([1.0 - t, t])
+        return pi, max(float(pi @ gram @ pi - 2.0 * linear @ pi + constant), 0.0)
     # G = L L^T; the objective is ||L^T pi - L^{-1} l||^2 + const, an NNLS problem once a heavily
     # weighted row asks sum(pi) = 1.
     scale = max(float(np.trace(gram)) / n_classes, 1e-12)
@@ -301,15 +309,22 @@ class OnlinePriorEstimate:
 
     def reset(self) -> None:
         """Forget the stream."""
-        self.reservoir = np.zeros((0, len(self.source_prior)))
+        self._buffer = np.zeros((self.capacity, len(self.source_prior)))
+        self._size = 0
         self.n_seen = 0
         self.prior = self.center
+
+    @property
+    def reservoir(self) -> np.ndarray:
+        """The kept posteriors, (min(n_seen, capacity), C)."""
+        return self._buffer[: self._size]
 
     def add(self, posteriors: np.ndarray) -> None:
         """Add one batch's calibrated source posteriors, (n, C), to the reservoir."""
         posteriors = np.asarray(posteriors, dtype=np.float64)
-        room = max(self.capacity - len(self.reservoir), 0)
-        self.reservoir = np.vstack([self.reservoir, posteriors[:room]])
+        room = min(self.capacity - self._size, len(posteriors))
+        self._buffer[self._size : self._size + room] = posteriors[:room]
+        self._size += room
         rest = posteriors[room:]
         if len(rest):
             # Algorithm R, one batch at a time: stream row t replaces a random slot with
@@ -318,7 +333,7 @@ class OnlinePriorEstimate:
             index = self.n_seen + room + np.arange(len(rest))
             slots = (rng.random(len(rest)) * (index + 1)).astype(np.int64)
             keep = slots < self.capacity
-            self.reservoir[slots[keep]] = rest[keep]
+            self._buffer[slots[keep]] = rest[keep]
         self.n_seen += len(posteriors)
 
     def estimate(self, max_iterations: int = 100, tolerance: float = 1e-6) -> np.ndarray:
@@ -362,6 +377,10 @@ class OnlinePriorEstimate:
             raise ValueError(f"prior estimate: reservoir must be (n, {n_classes}).")
         if prior.shape != (n_classes,) or np.any(prior < 0) or abs(prior.sum() - 1) > 1e-6:
             raise ValueError(f"prior estimate: prior must be a probability vector; got {prior}.")
-        self.reservoir = reservoir.copy()
+        if len(reservoir) > self.capacity:
+            raise ValueError(f"prior estimate: reservoir holds more than {self.capacity} rows.")
+        self.reset()
+        self._buffer[: len(reservoir)] = reservoir
+        self._size = len(reservoir)
         self.n_seen = int(_finite(arrays, "n_seen")[0])
         self.prior = prior.copy()
