@@ -1324,6 +1324,7 @@ class AdapTable(TestTimeMethod):
         if (source.X_valid is None) != (source.y_valid is None):
             raise ValueError("adaptable: pass X_valid and y_valid together, or neither.")
         self._logit_function = as_logit_function(model, self.output)
+        self._model_encoder = self._shared_encoder(model)
         logits = self._logit_function(source.X)
         self.n_classes_ = logits.shape[1]
         self.source_prior_ = source_prior(source.y, source.y_valid, n_classes=self.n_classes_)
@@ -1386,11 +1387,34 @@ class AdapTable(TestTimeMethod):
         )
 
     def _fit_encoder(self, source: SourceData) -> Any:
-        """The adapter's own Encoder, fitted on train + valid (as the authors); the model never
-        sees it."""
+        """The adapter's Encoder, fitted on train + valid (as the authors); the model's own when
+        the model shares it (see :meth:`_shared_encoder`)."""
         from adaptable.encoding import Encoder
 
+        if self._model_encoder is not None:
+            return self._model_encoder
         return Encoder(self.numerical, self.categorical).fit(_source_rows(source))
+
+    def _shared_encoder(self, model: Any) -> Any:
+        """The model's Encoder when each batch can be encoded once for both (issue 12).
+
+        A model that exposes its fitted ``encoder`` (an :class:`~adaptable.encoding.Encoder`)
+        and ``logits_from_encoded(EncodedBatch)``, such as the package's torch source models,
+        gets the adapter's encoding of the batch instead of encoding it again; the adapter then
+        uses that Encoder as its own (unless ``numerical`` / ``categorical`` say otherwise).
+        """
+        from adaptable.encoding import Encoder
+
+        encoder = getattr(model, "encoder", None)
+        usable = (
+            isinstance(encoder, Encoder)
+            and callable(getattr(model, "logits_from_encoded", None))
+            and self.numerical is None
+            and self.categorical is None
+            and self.output != "proba"
+        )
+        self._encoded_logits = model.logits_from_encoded if usable else None
+        return encoder if usable else None
 
     def _start_stream(self) -> None:
         """The online state right after fit."""
@@ -1482,9 +1506,13 @@ class AdapTable(TestTimeMethod):
             )
         self._check_batch(X_batch)
         # Encoded once, before the model sees the batch: a wrong table fails with the Encoder's
-        # message rather than deep inside the model.
-        encoded = self._encode(X_batch)
-        logits = self._check_logits(self._logit_function(X_batch))
+        # message rather than deep inside the model; a model sharing the Encoder reuses it.
+        if self._encoded_logits is not None:
+            encoded = self.encoder_.encode(X_batch)
+            logits = self._check_logits(self._encoded_logits(encoded))
+        else:
+            encoded = self._encode(X_batch)
+            logits = self._check_logits(self._logit_function(X_batch))
         return self._adapt(logits, encoded, oracle_labels)
 
     def predict(self, X_batch: Any, *, oracle_labels: Any = None) -> np.ndarray:
@@ -1696,6 +1724,7 @@ class AdapTable(TestTimeMethod):
         self,
         *,
         logit_function: Any,
+        model: Any = None,
         classes: np.ndarray,
         prior: np.ndarray,
         temperature: float,
@@ -1711,6 +1740,11 @@ class AdapTable(TestTimeMethod):
     ) -> None:
         """The fitted state read by :func:`adaptable.core.serialization.load`."""
         self._logit_function = logit_function
+        self._encoded_logits = None
+        if model is not None and encoder is not None:
+            shared = self._shared_encoder(model)
+            if shared is None or shared.to_dict() != encoder.to_dict():
+                self._encoded_logits = None
         self.n_classes_ = len(classes)
         self.source_prior_ = prior
         self.temperature_ = temperature

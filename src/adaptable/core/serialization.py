@@ -161,6 +161,7 @@ def load(
     reader.no_unexpected_tensors()
     method._restore(
         logit_function=None if model is None else as_logit_function(model, params["output"]),
+        model=model,
         classes=classes,
         prior=prior,
         temperature=temperature,
