@@ -22,12 +22,14 @@ DEFAULT_MODELS = ["mlp"]
 # output-only methods (about 2 ms per row); `--methods ... lame` adds it.
 DEFAULT_METHODS = [
     "source",
+    "balanced",
     "adaptable",
     "adaptable[calibrator=none]",
     "em",
     "bbse",
     "pl",
     "tent",
+    "oracle_prior",
 ]
 DEFAULT_RESULTS = "adaptable-results/results.jsonl"
 PLOTS = (

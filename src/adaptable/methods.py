@@ -4,7 +4,7 @@ The experiment runner builds every method through it, so they are all treated al
 
     >>> from adaptable import methods
     >>> methods.names()
-    ['source', 'adaptable', 'pl', 'tent', 'ttt++', 'eata', 'sar', 'lame', 'em', 'bbse']
+    ['source', 'adaptable', 'pl', 'tent', 'ttt++', 'eata', 'sar', 'lame', 'em', 'bbse', 'balanced', 'oracle_prior']
     >>> method = methods.create("tent", lr=1e-4)  # doctest: +SKIP
     >>> method.fit(source_model, X_train, y_train, X_valid, y_valid)  # doctest: +SKIP
 
@@ -31,6 +31,9 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "lame": ("adaptable.baselines.lame", "LAME"),
     "em": ("adaptable.baselines.em", "EMPriorAdjustment"),
     "bbse": ("adaptable.baselines.bbse", "BBSE"),
+    "balanced": ("adaptable.baselines.decision_rules", "BalancedDecision"),
+    # An oracle (reads the test stream's labels): a reference row for tables only.
+    "oracle_prior": ("adaptable.baselines.decision_rules", "OraclePrior"),
 }
 
 #: methods that update model parameters and therefore need a torch source model
@@ -38,7 +41,8 @@ PARAMETER_UPDATING = ("pl", "tent", "ttt++", "eata", "sar")
 
 
 def names() -> list[str]:
-    """Registered method names, in the paper's table order then the label-shift classics."""
+    """Registered method names, in the paper's table order, then the label-shift classics, then
+    the stateless decision rules (``balanced``; ``oracle_prior`` reads the test labels)."""
     return list(_REGISTRY)
 
 
