@@ -70,19 +70,22 @@ from adaptable.experiments.paper import GENERALITY_CASES, GENERALITY_MODELS
 from adaptable.experiments.runner import RunContext, source_model
 from adaptable.experiments.spec import BATCH_SIZE
 
-#: datasets dumped first (the lead reads them while the rest is written)
+#: datasets dumped first (the lead reads them while the rest is written): a name, or a prefix
+#: ending in "_"
 PRIORITY = ("heloc", "hospital_readmission", "adult_", "compas_")
 
 
 def ordered_cases(cases: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Natural HELOC / Readmission, then Adult / COMPAS, then the rest; table order within."""
+    """Natural HELOC / Readmission, then Adult / COMPAS, then the other domain splits, then the
+    label shifts; table order within each."""
 
-    def rank(case: tuple[str, str]) -> tuple[int, int]:
+    def rank(case: tuple[str, str]) -> int:
         dataset, scenario = case
-        for i, prefix in enumerate(PRIORITY):
-            if dataset.startswith(prefix) and scenario == "natural":
-                return (i, 0)
-        return (len(PRIORITY), 0 if scenario == "natural" else 1)
+        for i, key in enumerate(PRIORITY):
+            matches = dataset.startswith(key) if key.endswith("_") else dataset == key
+            if matches and scenario == "natural":
+                return i
+        return len(PRIORITY) + (0 if scenario == "natural" else 1)
 
     return sorted(cases, key=rank)  # stable: table order within a rank
 

@@ -294,7 +294,11 @@ def main(argv: list[str] | None = None, components: Any = None) -> int:
     if args.command == "datasets":
         from adaptable import datasets
 
+        group = None
         for name, info in datasets.available(args.data_dir).items():
+            if info.get("group") != group:  # the paper's tasks, then the generality cases
+                print(("" if group is None else "\n") + f"[{info.get('group')}]")
+                group = info.get("group")
             state = "present" if info["present"] else "absent"
             print(f"{name:22s} {state}")
         return 0

@@ -328,8 +328,24 @@ def base(name: str) -> Base:
     return BASES[name]()
 
 
+def _stamp(found: object) -> tuple[tuple[str, int, int], ...]:
+    """(path, mtime, size) of each located file, so that a changed file misses the memo."""
+    if isinstance(found, tuple):  # (file, origin), as readmission.locate returns
+        found = found[0]
+    paths = found if isinstance(found, list) else [found]
+    out = []
+    for path in paths:
+        try:
+            info = os.stat(path)  # type: ignore[arg-type]
+        except (TypeError, OSError):  # a packaged resource: fixed for the installed version
+            out.append((str(path), 0, 0))
+        else:
+            out.append((str(path), info.st_mtime_ns, info.st_size))
+    return tuple(out)
+
+
 @functools.lru_cache(maxsize=2)
-def _prepared(base_name: str, data_dir: str) -> object:
+def _prepared(base_name: str, data_dir: str, stamp: tuple[tuple[str, int, int], ...]) -> object:
     # Consecutive cases of one data set (the benchmark's order) read its raw files once.
     return base(base_name).prepare(Path(data_dir))
 
@@ -341,7 +357,8 @@ def load_case(name: str, data_dir: Path) -> ShiftDataset:
         KeyError: unknown case. DataFileError / DataFormatError: as the data set's loader.
     """
     case = CASES[name]
-    table = _prepared(case.base, os.fspath(data_dir))
+    stamp = _stamp(base(case.base).locate(data_dir))
+    table = _prepared(case.base, os.fspath(data_dir), stamp)
     features: pd.DataFrame = table.features.reset_index(drop=True)  # type: ignore[attr-defined]
     first = np.asarray(case.in_first(features), dtype=bool)
     second = ~first if case.in_second is None else np.asarray(case.in_second(features), dtype=bool)
