@@ -156,3 +156,14 @@ def test_summary_needs_a_summary_definition() -> None:
     frame = compare(paper.TABLES["oracle"], [], [0], ["heloc"])
     with pytest.raises(ValueError, match="no summary"):
         summarize(frame, paper.TABLES["oracle"])
+
+
+def test_repeated_failures_are_written_once() -> None:
+    frame = compare(TABLE, _records(), [0, 1], ["heloc"])
+    error = "TypeError: method 'adaptable' (AdapTable): bad options {'preset': 'paper'}"
+    failures = {f"heloc|natural|mlp|adaptable|seed={s}|preset": error for s in range(5)}
+    failures["heloc|natural|mlp|em|seed=0"] = "ValueError: something else"
+    text = to_markdown(frame, TABLE, failures=failures, seeds=[0, 1])
+    assert f"- 5 experiments, e.g. `heloc|natural|mlp|adaptable|seed=0|preset`: {error}" in text
+    assert "- `heloc|natural|mlp|em|seed=0`: ValueError: something else" in text
+    assert text.count("bad options") == 1

@@ -230,10 +230,25 @@ def _finish(
         parts.append("")
     if failures:
         parts += ["Failed experiments (not stored; a rerun retries them):", ""]
-        parts += [f"- `{key}`: {error}" for key, error in failures.items()]
+        parts += _failure_lines(failures)
         parts.append("")
     parts += [f"Note: {note}" for note in table.notes]
     return "\n".join(parts).rstrip() + "\n"
+
+
+def _failure_lines(failures: Mapping[str, str], listed: int = 3) -> list[str]:
+    """One line per failure; an error shared by more than ``listed`` experiments (e.g. a method
+    option that does not exist yet) is written once, with the count and one example key."""
+    by_error: dict[str, list[str]] = {}
+    for key, error in failures.items():
+        by_error.setdefault(error, []).append(key)
+    lines = []
+    for error, keys in by_error.items():
+        if len(keys) > listed:
+            lines.append(f"- {len(keys)} experiments, e.g. `{keys[0]}`: {error}")
+        else:
+            lines += [f"- `{key}`: {error}" for key in keys]
+    return lines
 
 
 #: columns of :func:`summarize`'s frame (and of ``<name>_summary.csv``)
