@@ -183,6 +183,7 @@ def write_atomically(path: Path, arrays: dict[str, np.ndarray]) -> None:
     try:
         with os.fdopen(handle, "wb") as stream:
             np.savez_compressed(stream, **arrays)
+        os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide the file from other users
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
