@@ -44,6 +44,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -53,13 +54,23 @@ from adaptable.datasets._base import ShiftDataset, build_dataset
 Mask = Callable[[pd.DataFrame], np.ndarray]
 
 
+class Table(Protocol):
+    """What a base loader returns: a LabelledTable, or a PreparedTable (HELOC, Readmission)."""
+
+    features: pd.DataFrame
+    target: np.ndarray
+    classes: list[str]
+    sources: list[str]
+    notes: list[str]
+
+
 @dataclass(frozen=True)
 class Base:
     """A data set the cases cut: how to read it, where its files are, where to get them."""
 
     name: str
     title: str
-    prepare: Callable[[Path], object]  # -> an object with features, target, classes, sources
+    prepare: Callable[[Path], Table]
     locate: Callable[[Path], object]
     obtain: str
 
@@ -345,7 +356,7 @@ def _stamp(found: object) -> tuple[tuple[str, int, int], ...]:
 
 
 @functools.lru_cache(maxsize=2)
-def _prepared(base_name: str, data_dir: str, stamp: tuple[tuple[str, int, int], ...]) -> object:
+def _prepared(base_name: str, data_dir: str, stamp: tuple[tuple[str, int, int], ...]) -> Table:
     # Consecutive cases of one data set (the benchmark's order) read its raw files once.
     return base(base_name).prepare(Path(data_dir))
 
@@ -359,7 +370,7 @@ def load_case(name: str, data_dir: Path) -> ShiftDataset:
     case = CASES[name]
     stamp = _stamp(base(case.base).locate(data_dir))
     table = _prepared(case.base, os.fspath(data_dir), stamp)
-    features: pd.DataFrame = table.features.reset_index(drop=True)  # type: ignore[attr-defined]
+    features = table.features.reset_index(drop=True)
     first = np.asarray(case.in_first(features), dtype=bool)
     second = ~first if case.in_second is None else np.asarray(case.in_second(features), dtype=bool)
     if np.any(first & second):
@@ -367,13 +378,13 @@ def load_case(name: str, data_dir: Path) -> ShiftDataset:
     return build_dataset(
         name,
         features.drop(columns=case.dropped),
-        table.target,  # type: ignore[attr-defined]
+        table.target,
         ood_mask=second,
         id_mask=first,
-        classes=list(table.classes),  # type: ignore[attr-defined]
+        classes=list(table.classes),
         domain_split_description=case.description(),
-        sources=list(table.sources),  # type: ignore[attr-defined]
-        notes=list(getattr(table, "notes", [])),
+        sources=list(table.sources),
+        notes=list(table.notes),
     )
 
 
