@@ -41,12 +41,14 @@ DEFAULT_MODELS = ["mlp"]
 # output-only methods (about 2 ms per row); `--methods ... lame` adds it.
 DEFAULT_METHODS = [
     "source",
+    "balanced",
     "adaptable",
     "adaptable[calibrator=none]",
     "em",
     "bbse",
     "pl",
     "tent",
+    "oracle_prior",
 ]
 DEFAULT_RESULTS = "adaptable-results/results.jsonl"
 #: seeds go to numpy's legacy seeding, which takes 32-bit values
@@ -593,7 +595,11 @@ def main(argv: list[str] | None = None, components: Components | None = None) ->
     if args.command == "datasets":
         from adaptable import datasets
 
+        group = None
         for name, info in datasets.available(args.data_dir).items():
+            if info.get("group") != group:  # the paper's tasks, then the generality cases
+                print(("" if group is None else "\n") + f"[{info.get('group')}]")
+                group = info.get("group")
             state = "present" if info["present"] else "absent"
             print(f"{name:22s} {state}")
         return 0

@@ -5,7 +5,7 @@ The experiment runner builds every method through it, so they are all treated al
     >>> from adaptable import methods
     >>> methods.names()  # doctest: +NORMALIZE_WHITESPACE
     ['source', 'adaptable', 'pl', 'tent', 'ttt++', 'eata', 'sar', 'lame', 'em', 'bbse', 'ftat',
-     'fth', 'ogd', 'flh_ftl']
+     'fth', 'ogd', 'flh_ftl', 'balanced', 'oracle_prior']
     >>> method = methods.create("tent", lr=1e-4)  # doctest: +SKIP
     >>> method.fit(source_model, X_train, y_train, X_valid, y_valid)  # doctest: +SKIP
 
@@ -36,6 +36,9 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "fth": ("adaptable.baselines.online_label_shift", "FollowTheHistory"),
     "ogd": ("adaptable.baselines.online_label_shift", "OnlineGradientDescent"),
     "flh_ftl": ("adaptable.baselines.online_label_shift", "FLHFTL"),
+    "balanced": ("adaptable.baselines.decision_rules", "BalancedDecision"),
+    # An oracle (reads the test stream's labels): a reference row for tables only.
+    "oracle_prior": ("adaptable.baselines.decision_rules", "OraclePrior"),
 }
 
 #: methods that update model parameters and therefore need a torch source model; ``ftat`` does
@@ -44,8 +47,9 @@ PARAMETER_UPDATING = ("pl", "tent", "ttt++", "eata", "sar")
 
 
 def names() -> list[str]:
-    """Registered method names: the paper's table order, the label-shift classics, then the later
-    peers (FTAT and the online label-shift methods)."""
+    """Registered method names: the paper's table order, the label-shift classics, the later
+    peers (FTAT and the online label-shift methods), then the stateless decision rules
+    (``balanced``; ``oracle_prior`` reads the test labels)."""
     return list(_REGISTRY)
 
 

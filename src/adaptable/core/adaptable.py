@@ -51,9 +51,13 @@ Example:
     >>> ds = datasets.make_shift_dataset(seed=0)
     >>> X = ds.train.X[ds.numerical].to_numpy()
     >>> model = LogisticRegression().fit(X, ds.train.y)
-    >>> method = AdapTable(epochs=2, random_state=0).fit(model, X, ds.train.y)
+    >>> Xv = ds.valid.X[ds.numerical].to_numpy()
+    >>> method = AdapTable(random_state=0).fit(model, X, ds.train.y, Xv, ds.valid.y)
     >>> method.predict_proba(ds.test.X[ds.numerical].to_numpy()[:64]).shape
     (64, 2)
+    >>> paper = AdapTable(preset="paper", epochs=2, random_state=0).fit(model, X, ds.train.y)
+    >>> paper.predict_proba(ds.test.X[ds.numerical].to_numpy()[:64]).sum(axis=1).round(6).min()
+    np.float64(1.0)
 """
 
 from __future__ import annotations

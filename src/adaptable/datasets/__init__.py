@@ -1,4 +1,5 @@
-"""The six TableShift tasks AdapTable is evaluated on, and the shared Encoder.
+"""The six TableShift tasks AdapTable is evaluated on, the generality benchmark's domain-split
+cases (``GENERALITY_TASKS``), and the shared Encoder.
 
 >>> from adaptable import datasets
 >>> ds = datasets.load("hospital_readmission")  # embedded copy, no data directory needed
@@ -12,7 +13,7 @@ from adaptable.datasets._base import (
     Split,
     resolve_data_dir,
 )
-from adaptable.datasets.registry import TASKS, TaskInfo, available, load
+from adaptable.datasets.registry import GENERALITY_TASKS, TASKS, TaskInfo, available, load
 from adaptable.datasets.synthetic import make_shift_dataset
 from adaptable.encoding import Encoder, FeatureBlock
 
@@ -33,6 +34,7 @@ __all__ = [
     "FeatureBlock",
     "ShiftDataset",
     "Split",
+    "GENERALITY_TASKS",
     "TASKS",
     "TaskInfo",
     "available",

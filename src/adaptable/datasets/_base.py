@@ -45,6 +45,9 @@ class ShiftDataset:
     ``train`` and ``valid`` are in-domain; ``test`` is the out-of-domain test split
     (TableShift's ``ood_test``). ``numerical`` and ``categorical`` name the feature columns by
     kind (decided by dtype, as the authors' code does); ``classes`` names the labels 0..C-1.
+    ``id_test`` is TableShift's in-domain test split (the rows the domain split holds out of
+    train / valid), or ``None`` for datasets built without one (e.g. synthetic ones); the
+    paper's experiments never use it, the pure label-shift scenarios resample it.
     """
 
     name: str
@@ -57,6 +60,7 @@ class ShiftDataset:
     domain_split: str
     sources: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    id_test: Split | None = None
 
     @property
     def features(self) -> list[str]:
@@ -304,6 +308,15 @@ def check_row_count(frame: pd.DataFrame, expected: int, task: str, path: Path) -
         )
 
 
+class SplitPositions(NamedTuple):
+    """Positional rows of each part of TableShift's domain split."""
+
+    train: np.ndarray
+    valid: np.ndarray
+    id_test: np.ndarray
+    ood_test: np.ndarray
+
+
 def domain_split(
     ood_mask: np.ndarray, id_mask: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -312,6 +325,12 @@ def domain_split(
     Exactly the three ``train_test_split`` calls of datasets.md section 2 (no stratification, the
     same random_state each time, ``ood_test`` being the first, 90 % part of the last call).
     """
+    parts = split_positions(ood_mask, id_mask)
+    return parts.train, parts.valid, parts.ood_test
+
+
+def split_positions(ood_mask: np.ndarray, id_mask: np.ndarray | None = None) -> SplitPositions:
+    """:func:`domain_split` with the in-domain test split too (TableShift's ``id_test``)."""
     from sklearn.model_selection import train_test_split
 
     ood_mask = np.asarray(ood_mask, dtype=bool)
@@ -325,7 +344,7 @@ def domain_split(
     train, rest = train_test_split(
         id_pos, test_size=ID_VALID_FRACTION + ID_TEST_FRACTION, random_state=SPLIT_RANDOM_STATE
     )
-    valid, _id_test = train_test_split(
+    valid, id_test = train_test_split(
         rest,
         test_size=ID_TEST_FRACTION / (ID_VALID_FRACTION + ID_TEST_FRACTION),
         random_state=SPLIT_RANDOM_STATE,
@@ -333,7 +352,7 @@ def domain_split(
     ood_test, _ood_valid = train_test_split(
         ood_pos, test_size=OOD_VALID_FRACTION, random_state=SPLIT_RANDOM_STATE
     )
-    return np.asarray(train), np.asarray(valid), np.asarray(ood_test)
+    return SplitPositions(*(np.asarray(p) for p in (train, valid, id_test, ood_test)))
 
 
 def build_dataset(
@@ -350,7 +369,7 @@ def build_dataset(
     """Split a prepared feature table into the task's train / valid / test."""
     features = features.reset_index(drop=True)
     target = np.asarray(target, dtype=np.int64)
-    train, valid, test = domain_split(ood_mask, id_mask)
+    parts = split_positions(ood_mask, id_mask)
     numerical, categorical = kinds_by_dtype(features)
 
     def take(pos: np.ndarray) -> Split:
@@ -358,15 +377,16 @@ def build_dataset(
 
     return ShiftDataset(
         name=name,
-        train=take(train),
-        valid=take(valid),
-        test=take(test),
+        train=take(parts.train),
+        valid=take(parts.valid),
+        test=take(parts.ood_test),
         numerical=numerical,
         categorical=categorical,
         classes=classes,
         domain_split=domain_split_description,
         sources=sources,
         notes=list(notes or []),
+        id_test=take(parts.id_test),
     )
 
 

@@ -8,10 +8,10 @@ import numpy as np
 
 from adaptable.datasets._base import (
     DataFormatError,
+    PreparedTable,
     ShiftDataset,
     as_category_strings,
     as_declared_int,
-    build_dataset,
     check_row_count,
     find_file,
     narrow_numerics,
@@ -51,6 +51,11 @@ def load_heloc(data_dir: Path) -> ShiftDataset:
         DataFileError: the file is absent. DataFormatError: wrong columns, row count, labels,
         or a feature / split column holding text, gaps or fractions.
     """
+    return prepare_heloc(data_dir).to_dataset()
+
+
+def prepare_heloc(data_dir: Path) -> PreparedTable:
+    """HELOC's whole table before the domain split (see :func:`load_heloc`)."""
     path = find_file(data_dir, TASK, FILES, OBTAIN)
     raw = read_csv_checked(path, TASK)
     require_columns(raw, [TARGET, SPLIT_COLUMN, *NUMERICAL, *CATEGORICAL], TASK, path)
@@ -74,13 +79,13 @@ def load_heloc(data_dir: Path) -> ShiftDataset:
         table[col] = (
             as_category_strings(table[col]) if col in CATEGORICAL else as_declared_int(table[col])
         )
-    return build_dataset(
+    return PreparedTable(
         TASK,
         table,
         target,
         ood_mask=~low_score,
         classes=["Bad", "Good"],
-        domain_split_description=(
+        domain_split=(
             "ExternalRiskEstimate <= 63 (in-domain: train/valid) vs > 63 (out-of-domain test)"
         ),
         sources=[str(path)],

@@ -14,10 +14,10 @@ import pandas as pd
 from adaptable.datasets._base import (
     DataFileError,
     DataFormatError,
+    PreparedTable,
     ShiftDataset,
     as_category_strings,
     as_declared_int,
-    build_dataset,
     check_row_count,
     data_dir_hint,
     find_file,
@@ -102,6 +102,12 @@ def load_readmission(data_dir: Path | None) -> ShiftDataset:
         data_dir: the data directory (its ``diabetic_data.csv[.gz]`` or ``dataset_diabetes.zip``
             is preferred); ``None`` or no file there falls back to the embedded copy.
     """
+    return prepare_readmission(data_dir).to_dataset()
+
+
+def prepare_readmission(data_dir: Path | None) -> PreparedTable:
+    """Hospital Readmission's whole table before the domain split (see
+    :func:`load_readmission`)."""
     source, origin = locate(data_dir)
     raw = _read(source)
     name = Path(str(source))
@@ -132,13 +138,13 @@ def load_readmission(data_dir: Path | None) -> ShiftDataset:
     table["race"] = (raw["race"] == "Caucasian").astype(np.int64)
     table["gender"] = (raw["gender"] == "Male").astype(np.int64)
     keep = table[NUMERICAL].notna().all(axis=1).to_numpy()  # dropna rows (removes none here)
-    return build_dataset(
+    return PreparedTable(
         TASK,
         table[keep],
         target[keep],
         ood_mask=(split_values == EMERGENCY_ROOM).to_numpy()[keep],
         classes=["not readmitted", "readmitted"],
-        domain_split_description=(
+        domain_split=(
             "admission source other than Emergency Room (in-domain) vs Emergency Room "
             "(out-of-domain test)"
         ),

@@ -97,6 +97,33 @@ ALIASES = {
 TASKS = ("heloc", "voting", "hospital_readmission", "icu_mortality", "childhood_lead", "diabetes")
 
 
+def _domain_case(name: str) -> Callable[[], TaskInfo]:
+    def factory() -> TaskInfo:
+        from adaptable.datasets import domain_cases
+
+        case = domain_cases.CASES[name]
+        return TaskInfo(
+            name, case.title, lambda d: domain_cases.load_case(name, d),
+            lambda d: domain_cases.locate_case(name, d), domain_cases.obtain(name),
+        )  # fmt: skip
+
+    return factory
+
+
+def _generality_names() -> tuple[str, ...]:
+    from adaptable.datasets.domain_cases import CASES
+
+    return tuple(CASES)
+
+
+#: the generality benchmark's domain-split cases (adaptable.datasets.domain_cases), listed
+#: apart from the paper's six tasks
+GENERALITY_TASKS = _generality_names()
+_FACTORIES.update({name: _domain_case(name) for name in GENERALITY_TASKS})
+#: task group -> its tasks, in the order ``available()`` lists them
+GROUPS = {"paper": TASKS, "generality": GENERALITY_TASKS}
+
+
 def register(name: str, factory: Callable[[], TaskInfo]) -> None:
     """Add (or replace) a task: ``factory`` builds its :class:`TaskInfo` on first use."""
     _FACTORIES[name] = factory
@@ -114,7 +141,9 @@ def load(name: str, data_dir: str | os.PathLike[str] | None = None, seed: int = 
 
     Args:
         name: one of ``heloc``, ``voting``, ``hospital_readmission``, ``icu_mortality``,
-            ``childhood_lead``, ``diabetes``.
+            ``childhood_lead``, ``diabetes``, or a generality case of :data:`GENERALITY_TASKS`
+            (``adult_education``, ``readmission_gender``...; see
+            :mod:`adaptable.datasets.domain_cases`).
         data_dir: directory holding the raw files; defaults to ``$ADAPTABLE_DATA_DIR``, then a
             per-user cache directory. Hospital Readmission falls back to the embedded copy.
         seed: recorded for symmetry with the rest of the API. The domain split itself is
@@ -130,12 +159,14 @@ def load(name: str, data_dir: str | os.PathLike[str] | None = None, seed: int = 
 def available(data_dir: str | os.PathLike[str] | None = None) -> dict[str, dict[str, object]]:
     """Each task with whether its raw files are present (and where to get them if not).
 
-    Only looks for the files (no parsing), so it is cheap.
+    Only looks for the files (no parsing), so it is cheap. The paper's six tasks come first,
+    then the generality benchmark's domain-split cases; ``group`` says which.
 
     Returns:
-        ``{task: {"present": bool, "title": str, "file": str}}`` when present (``file`` lists
-        every file found, ``"; "``-separated), else ``{"present": False, "title": ...,
-        "reason": <the error naming the file and where to obtain it>}``.
+        ``{task: {"present": bool, "title": str, "group": str, "file": str}}`` when present
+        (``file`` lists every file found, ``"; "``-separated), else ``{"present": False,
+        "title": ..., "group": ..., "reason": <the error naming the file and where to obtain
+        it>}``.
 
     Example:
         >>> available()["hospital_readmission"]["present"]  # the embedded copy
@@ -143,19 +174,22 @@ def available(data_dir: str | os.PathLike[str] | None = None) -> dict[str, dict[
     """
     root = resolve_data_dir(data_dir)
     out: dict[str, dict[str, object]] = {}
-    for name in TASKS:
-        try:
-            info = _info(name)
-        except KeyError:
-            out[name] = {"present": False, "reason": "loader not implemented"}
-            continue
-        try:
-            found = info.locate(root)
-        except (DataFileError, DataFormatError) as err:
-            out[name] = {"present": False, "reason": str(err), "title": info.title}
-            continue
-        if isinstance(found, tuple):  # (file, origin)
-            found = found[0]
-        shown = "; ".join(map(str, found)) if isinstance(found, list) else str(found)
-        out[name] = {"present": True, "file": shown, "title": info.title}
+    for group, names in GROUPS.items():
+        for name in names:
+            out[name] = _status(name, root) | {"group": group}
     return out
+
+
+def _status(name: str, root: Path) -> dict[str, object]:
+    try:
+        info = _info(name)
+    except KeyError:
+        return {"present": False, "reason": "loader not implemented"}
+    try:
+        found = info.locate(root)
+    except (DataFileError, DataFormatError) as err:
+        return {"present": False, "reason": str(err), "title": info.title}
+    if isinstance(found, tuple):  # (file, origin)
+        found = found[0]
+    shown = "; ".join(map(str, found)) if isinstance(found, list) else str(found)
+    return {"present": True, "file": shown, "title": info.title}

@@ -254,8 +254,16 @@ def _versions() -> dict[str, str]:
 def uses_test_labels(spec: ExperimentSpec) -> bool:
     """True for the oracle study only (calibrator option naming an oracle): the runner then
     passes each batch's true labels to ``predict_proba(X, oracle_labels=y)``. No other
-    experiment ever gives a method the test labels."""
+    experiment ever gives a method the test labels (except oracle methods, see
+    :func:`needs_test_labels`)."""
     return "oracle" in str(spec.option_dict.get("calibrator", ""))
+
+
+def needs_test_labels(method: Any) -> bool:
+    """True for oracle methods (``needs_test_labels = True``, e.g. ``oracle_prior``): the runner
+    gives them the whole stream's labels once, through ``receive_test_labels(y)``, before the
+    first batch."""
+    return bool(getattr(method, "needs_test_labels", False))
 
 
 def run_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> dict[str, Any]:
@@ -290,6 +298,9 @@ def run_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> d
     }
     adapt_seconds = 0.0
     oracle = uses_test_labels(spec)
+    oracle_method = needs_test_labels(method)
+    if oracle_method:
+        method.receive_test_labels(np.asarray(stream.y, dtype=np.int64))
     for X_batch, y_batch in stream.batches(spec.batch_size):
         y_batch = np.asarray(y_batch, dtype=np.int64)
         tick = time.perf_counter()
@@ -334,7 +345,7 @@ def run_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> d
             "total_seconds": round(time.perf_counter() - started, 4),
         },
         "rows": rows,
-        "uses_test_labels": oracle,
+        "uses_test_labels": oracle or oracle_method,
         "n_classes": n_classes,
         "source_prior": _round(dataset.source_prior()),
         "target_prior": _round(np.bincount(y_all, minlength=n_classes) / rows),

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from adaptable.experiments.metrics import mean_and_se
@@ -70,11 +71,13 @@ def table_specs(
                 f"its models are {table_models}."
             )
         table_models = [m for m in table_models if m in set(models)]
+    cells = table.cells(chosen)
     out = []
     for dataset in chosen:
+        scenarios = [s for d, s in cells if d == dataset]
         for model in table_models:
             for seed in seeds:
-                for scenario in table.scenarios:
+                for scenario in scenarios:
                     for row in table.rows:
                         if row.model == model:
                             out.append(
@@ -113,38 +116,36 @@ def compare(
     """
     by_key = {r["key"]: r for r in records}
     lines = []
-    chosen = list(datasets) if datasets is not None else list(table.datasets)
-    for dataset in chosen:
-        for scenario in table.scenarios:
-            for row in table.rows:
-                found = []
-                for seed in seeds:
-                    spec = ExperimentSpec(
-                        dataset, scenario, row.model, row.method, seed, row.option_dict
-                    )
-                    if spec.key in by_key:
-                        found.append(by_key[spec.key])
-                for metric in table.metrics:
-                    values = [METRICS[metric][1](r) for r in found]
-                    mean, se = mean_and_se(values) if values else (math.nan, math.nan)
-                    paper = _paper(table, row, dataset, scenario, metric)
-                    paper_mean, paper_se = paper if paper else (math.nan, math.nan)
-                    lines.append(
-                        {
-                            "table": table.name,
-                            "dataset": dataset,
-                            "scenario": scenario,
-                            "model": row.model,
-                            "method": row.label,
-                            "metric": metric,
-                            "ours_mean": mean,
-                            "ours_se": se,
-                            "n_seeds": len(values),
-                            "paper_mean": paper_mean,
-                            "paper_se": paper_se,
-                            "difference": mean - paper_mean,
-                        }
-                    )
+    for dataset, scenario in table.cells(datasets):
+        for row in table.rows:
+            found = []
+            for seed in seeds:
+                spec = ExperimentSpec(
+                    dataset, scenario, row.model, row.method, seed, row.option_dict
+                )
+                if spec.key in by_key:
+                    found.append(by_key[spec.key])
+            for metric in table.metrics:
+                values = [METRICS[metric][1](r) for r in found]
+                mean, se = mean_and_se(values) if values else (math.nan, math.nan)
+                paper = _paper(table, row, dataset, scenario, metric)
+                paper_mean, paper_se = paper if paper else (math.nan, math.nan)
+                lines.append(
+                    {
+                        "table": table.name,
+                        "dataset": dataset,
+                        "scenario": scenario,
+                        "model": row.model,
+                        "method": row.label,
+                        "metric": metric,
+                        "ours_mean": mean,
+                        "ours_se": se,
+                        "n_seeds": len(values),
+                        "paper_mean": paper_mean,
+                        "paper_se": paper_se,
+                        "difference": mean - paper_mean,
+                    }
+                )
     return pd.DataFrame(lines, columns=COLUMNS)
 
 
@@ -194,7 +195,10 @@ def to_markdown(
     seeds: Sequence[int] = (),
 ) -> str:
     """The table as the paper lays it out: one row per method, one column per dataset (and
-    scenario), one block per metric; each cell ``ours ± se (paper p, Δ d)``."""
+    scenario), one block per metric; each cell ``ours ± se (paper p, Δ d)``. A table with a
+    :class:`~adaptable.experiments.paper.Summary` is laid out by :func:`cases_markdown`."""
+    if table.summary is not None:
+        return cases_markdown(frame, table, skipped=skipped, failures=failures, seeds=seeds)
     parts = [f"## {table.title}", ""]
     if seeds:
         parts += [f"Ours: mean ± standard error over seeds {', '.join(map(str, seeds))}.", ""]
@@ -217,6 +221,15 @@ def to_markdown(
             }
             rows.append([model, method] + [cells.get(c, "") for c in columns])
         parts += [f"### {METRICS[metric][0]}", "", markdown_grid(header, rows), ""]
+    return _finish(parts, table, skipped, failures)
+
+
+def _finish(
+    parts: list[str],
+    table: TableDef,
+    skipped: Mapping[str, str] | None,
+    failures: Mapping[str, str] | None,
+) -> str:
     if skipped:
         parts += ["Skipped datasets:", ""]
         parts += [
@@ -225,10 +238,167 @@ def to_markdown(
         parts.append("")
     if failures:
         parts += ["Failed experiments (not stored; a rerun retries them):", ""]
-        parts += [f"- `{key}`: {error}" for key, error in failures.items()]
+        parts += _failure_lines(failures)
         parts.append("")
     parts += [f"Note: {note}" for note in table.notes]
     return "\n".join(parts).rstrip() + "\n"
+
+
+def _failure_lines(failures: Mapping[str, str], listed: int = 3) -> list[str]:
+    """One line per failure; an error shared by more than ``listed`` experiments (e.g. a method
+    option that does not exist yet) is written once, with the count and one example key."""
+    by_error: dict[str, list[str]] = {}
+    for key, error in failures.items():
+        by_error.setdefault(error, []).append(key)
+    lines = []
+    for error, keys in by_error.items():
+        if len(keys) > listed:
+            lines.append(f"- {len(keys)} experiments, e.g. `{keys[0]}`: {error}")
+        else:
+            lines += [f"- `{key}`: {error}" for key in keys]
+    return lines
+
+
+#: columns of :func:`summarize`'s frame (and of ``<name>_summary.csv``)
+SUMMARY_COLUMNS = [
+    "table", "group", "metric", "method", "cases", "won", "lost", "mean_difference",
+    "worst_difference", "worst_difference_vs_bar", "within_tolerance_of_bar",
+]  # fmt: skip
+
+
+def case_means(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Per-case means over seeds: index (dataset, scenario, model), one column per method label
+    (NaN where a method has no run). A case is one (dataset, scenario, source model)."""
+    subset = frame[(frame["metric"] == metric) & (frame["n_seeds"] > 0)]
+    keys = ["dataset", "scenario", "model"]
+    wide = subset.pivot_table(index=keys, columns="method", values="ours_mean", sort=False)
+    order = list(dict.fromkeys(frame["method"]))
+    cases = list(
+        dict.fromkeys(zip(frame["dataset"], frame["scenario"], frame["model"], strict=True))
+    )
+    return wide.reindex(index=pd.MultiIndex.from_tuples(cases, names=keys), columns=order)
+
+
+def summarize(frame: pd.DataFrame, table: TableDef) -> pd.DataFrame:
+    """The summary lines of a benchmark table, per (case group, metric, method).
+
+    Differences are taken between per-case means over seeds (points). For each method:
+    ``cases`` (cases where both it and the reference ran), ``won`` / ``lost`` (strictly above /
+    below the reference), ``mean_difference`` and ``worst_difference`` vs the reference,
+    ``worst_difference_vs_bar`` vs max(reference, simple rule) and
+    ``within_tolerance_of_bar`` (cases within ``tolerance`` points of that bar).
+
+    Raises:
+        ValueError: the table has no :class:`~adaptable.experiments.paper.Summary`.
+    """
+    spec = table.summary
+    if spec is None:
+        raise ValueError(f"table {table.name!r} defines no summary")
+    groups = [("all", None), *((title, set(scenarios)) for title, scenarios in spec.groups)]
+    lines = []
+    for metric in table.metrics:
+        means = case_means(frame, metric)
+        if spec.reference not in means.columns:
+            continue
+        for title, scenarios in groups:
+            block = means
+            if scenarios is not None:
+                block = means[means.index.get_level_values("scenario").isin(scenarios)]
+            block = block[block[spec.reference].notna()]  # a case needs its reference
+            reference = block[spec.reference]
+            simple = block[spec.simple_rule] if spec.simple_rule in block.columns else reference
+            bar = np.fmax(reference, simple)  # the reference alone where the rule did not run
+            for method in block.columns:
+                difference = (block[method] - reference).dropna()
+                versus_bar = (block[method] - bar).dropna()
+                lines.append(
+                    {
+                        "table": table.name,
+                        "group": title,
+                        "metric": metric,
+                        "method": method,
+                        "cases": len(difference),
+                        "won": int((difference > 0).sum()),
+                        "lost": int((difference < 0).sum()),
+                        "mean_difference": difference.mean() if len(difference) else math.nan,
+                        "worst_difference": difference.min() if len(difference) else math.nan,
+                        "worst_difference_vs_bar": (
+                            versus_bar.min() if len(versus_bar) else math.nan
+                        ),
+                        "within_tolerance_of_bar": int((versus_bar >= -spec.tolerance).sum()),
+                    }
+                )
+    return pd.DataFrame(lines, columns=SUMMARY_COLUMNS)
+
+
+def cases_markdown(
+    frame: pd.DataFrame,
+    table: TableDef,
+    *,
+    skipped: Mapping[str, str] | None = None,
+    failures: Mapping[str, str] | None = None,
+    seeds: Sequence[int] = (),
+) -> str:
+    """A benchmark table: per metric, the summary per method (all cases, then each group) and
+    one line per case (dataset, shift, source model) with each method's mean over seeds."""
+    spec = table.summary
+    if spec is None:
+        raise ValueError(f"table {table.name!r} defines no summary")
+    parts = [f"## {table.title}", ""]
+    if seeds:
+        parts += [
+            f"Mean over seeds {', '.join(map(str, seeds))} per case; a case is one (dataset, "
+            f"shift, source model). Δ: method minus {spec.reference}, in points, between the "
+            f"per-case means. Bar: max({spec.reference}, {spec.simple_rule}).",
+            "",
+        ]
+    lines = summarize(frame, table)
+    header = [
+        "method", "cases", f"won vs {spec.reference}", "lost", "mean Δ", "worst Δ",
+        "worst Δ vs bar", f"within {spec.tolerance:g} of bar",
+    ]  # fmt: skip
+    for metric in table.metrics:
+        title = METRICS[metric][0]
+        for group, block in lines[lines["metric"] == metric].groupby("group", sort=False):
+            rows = [
+                [
+                    line["method"],
+                    str(line["cases"]),
+                    str(line["won"]),
+                    str(line["lost"]),
+                    _signed(line["mean_difference"], 1),
+                    _signed(line["worst_difference"], 1),
+                    _signed(line["worst_difference_vs_bar"], 1),
+                    f"{line['within_tolerance_of_bar']} of {line['cases']}",
+                ]  # fmt: skip
+                for _, line in block.iterrows()
+            ]
+            parts += [f"### Summary, {title}, {group}", "", markdown_grid(header, rows), ""]
+    wanted = len(seeds)
+    for metric in table.metrics:
+        subset = frame[frame["metric"] == metric]
+        if subset.empty:
+            continue
+        methods = list(dict.fromkeys(subset["method"]))
+        rows = []
+        for (dataset, scenario, model), group in subset.groupby(
+            ["dataset", "scenario", "model"], sort=False
+        ):
+            cells = {line["method"]: _case_cell(line, wanted) for _, line in group.iterrows()}
+            rows.append([dataset, SCENARIO_TITLES.get(scenario, scenario), model] + [
+                cells.get(m, "") for m in methods
+            ])  # fmt: skip
+        header = ["dataset", "shift", "model", *methods]
+        parts += [f"### Per case, {METRICS[metric][0]}", "", markdown_grid(header, rows), ""]
+    return _finish(parts, table, skipped, failures)
+
+
+def _case_cell(line: Mapping[str, Any], wanted: int) -> str:
+    n = int(line["n_seeds"])
+    if n == 0:
+        return "not run"
+    value = _fmt(line["ours_mean"])
+    return f"{value} ({n} of {wanted} seeds)" if 0 < n < wanted else value
 
 
 def write_table(
@@ -241,7 +411,8 @@ def write_table(
     seeds: Sequence[int] = (),
     latex: bool = False,
 ) -> list[Path]:
-    """Write ``<name>.md`` and ``<name>.csv`` (and ``<name>.tex`` with ``latex=True``)."""
+    """Write ``<name>.md`` and ``<name>.csv`` (and ``<name>.tex`` with ``latex=True``); a table
+    with a summary also gets ``<name>_summary.csv`` (:func:`summarize`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{table.name}.md", out / f"{table.name}.csv"]
@@ -249,6 +420,9 @@ def write_table(
     extra = frame.copy()
     extra["skipped_reason"] = extra["dataset"].map(lambda d: (skipped or {}).get(d, ""))
     extra.to_csv(paths[1], index=False, float_format="%.4f")
+    if table.summary is not None:
+        paths.append(out / f"{table.name}_summary.csv")
+        summarize(frame, table).to_csv(paths[-1], index=False, float_format="%.4f")
     if latex:
         paths.append(out / f"{table.name}.tex")
         paths[-1].write_text(to_latex(frame, table))

@@ -10,6 +10,7 @@ from adaptable.shifts._common import check_dataset, check_seed, shuffled_test
 from adaptable.shifts.column_shifts import categorical, numerical
 from adaptable.shifts.corruptions import column_drop, gaussian, random_drop, uniform
 from adaptable.shifts.label_shifts import class_imbalance, temporal
+from adaptable.shifts.prior_shifts import PRIOR_SCENARIOS
 from adaptable.shifts.stream import Stream
 
 
@@ -25,7 +26,8 @@ def natural(dataset: ShiftDataset, seed: int) -> Stream:
 
 Scenario = Callable[..., Stream]
 
-#: name -> scenario, in the order reports list them (natural, six corruptions, two label shifts)
+#: name -> scenario, in the order reports list them (natural, six corruptions, two label shifts,
+#: then the pure label shifts of the in-domain test split)
 SCENARIOS: dict[str, Scenario] = {
     "natural": natural,
     "gaussian": gaussian,
@@ -36,6 +38,8 @@ SCENARIOS: dict[str, Scenario] = {
     "categorical": categorical,
     "class_imbalance": class_imbalance,
     "temporal": temporal,
+    # Beyond the paper: pure label shift of the in-domain test split (generality benchmark).
+    **PRIOR_SCENARIOS,
 }
 
 #: the paper's display names, for tables next to paper_results.csv

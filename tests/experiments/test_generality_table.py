@@ -1,0 +1,169 @@
+"""`adaptable reproduce generality`: the table definition, its experiments and its summary."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+from pathlib import Path
+
+import pytest
+
+from adaptable import datasets, models, shifts
+from adaptable.cli import parse_method
+from adaptable.experiments import paper
+from adaptable.experiments.spec import ExperimentSpec
+from adaptable.experiments.tables import compare, summarize, table_specs, to_markdown, write_table
+
+TABLE = paper.TABLES["generality"]
+
+
+def test_cases_are_registered_datasets_and_scenarios() -> None:
+    assert len(TABLE.cells()) == 17 + 9 + 3
+    assert set(paper.GENERALITY_DOMAIN_SPLITS) == {"heloc", "hospital_readmission"} | set(
+        datasets.GENERALITY_TASKS
+    )
+    for dataset, scenario in TABLE.cells():
+        assert dataset in datasets.TASKS or dataset in datasets.GENERALITY_TASKS
+        assert scenario in shifts.SCENARIOS
+    label_shift = [c for c in TABLE.cells() if c[1] != "natural"]
+    assert {d for d, _ in label_shift} == {
+        "heloc", "hospital_readmission", "adult_education", "cmc_education",
+    }  # fmt: skip
+    # cmc (3 classes) gets the Dirichlet draws, the binary tasks the positive rates
+    for dataset, scenario in label_shift:
+        assert scenario.startswith("prior_dirichlet") == (dataset == "cmc_education")
+
+
+def test_columns_are_the_issue_method_specs_for_each_model() -> None:
+    assert list(dict.fromkeys(r.model for r in TABLE.rows)) == ["logreg", "xgboost", "mlp"]
+    assert set(paper.GENERALITY_MODELS) <= set(models.names())
+    for model in paper.GENERALITY_MODELS:
+        specs = [
+            ExperimentSpec("heloc", "natural", r.model, r.method, 0, r.option_dict).label
+            for r in TABLE.rows
+            if r.model == model
+        ]
+        assert specs == [
+            "source", "balanced", "em", "adaptable[preset=paper]", "adaptable",
+            "adaptable[calibrator=none]", "oracle_prior",
+        ]  # fmt: skip
+        # The CLI's spelling of each column parses to the same (method, options).
+        for text, row in zip(specs, (r for r in TABLE.rows if r.model == model), strict=True):
+            assert parse_method(text) == (row.method, row.option_dict)
+    assert TABLE.metrics == ("macro_f1", "balanced_accuracy", "accuracy")
+    assert all(r.paper_method is None for r in TABLE.rows)  # no paper values
+
+
+def test_table_specs_cover_cases_models_seeds_and_group_by_source() -> None:
+    specs = table_specs(TABLE, [0, 1, 2])
+    assert len(specs) == 29 * 3 * 3 * 7
+    assert {(s.dataset, s.scenario) for s in specs} == set(TABLE.cells())
+    # Experiments sharing a source model are adjacent (one training / cache load each).
+    sources = [s.source_key for s in specs]
+    assert len([k for k, _ in itertools.groupby(sources)]) == len(set(sources)) == 17 * 3 * 3
+    only = table_specs(TABLE, [0], ["cmc_education"], ["mlp"])
+    assert {s.scenario for s in only} == {"natural", *paper.GENERALITY_DIRICHLET_PRIORS}
+    assert len(only) == 4 * 7
+
+
+def test_product_tables_keep_their_cells() -> None:
+    table = paper.TABLES["corruptions"]
+    assert table.cells() == [(d, s) for d in table.datasets for s in table.scenarios]
+    assert table.cells(["heloc"]) == [("heloc", s) for s in table.scenarios]
+
+
+def _record(spec: ExperimentSpec, f1: float) -> dict:
+    return {
+        "key": spec.key,
+        "spec": spec.to_dict(),
+        "metrics": {"macro_f1": f1, "balanced_accuracy": f1, "accuracy": f1, "ece": 0.1},
+        "timing": {"seconds_per_row": 1e-4, "adapt_seconds": 1.0},
+    }
+
+
+# Per-case F1 (two seeds each, mean in the comment) for two cases of the logreg source.
+VALUES = {
+    ("heloc", "natural"): {
+        "Source": (0.50, 0.52),  # 51
+        "Balanced": (0.60, 0.60),  # 60
+        "EM": (0.55, 0.57),  # 56
+        "AdapTable (default)": (0.58, 0.60),  # 59
+    },
+    ("heloc", "prior_0.1"): {
+        "Source": (0.70, 0.70),  # 70
+        "Balanced": (0.66, 0.68),  # 67
+        "EM": (0.64, 0.66),  # 65
+        "AdapTable (default)": (0.71, 0.71),  # 71
+    },
+}
+
+
+def _records() -> list[dict]:
+    rows = {r.label: r for r in TABLE.rows if r.model == "logreg"}
+    out = []
+    for (dataset, scenario), by_method in VALUES.items():
+        for label, values in by_method.items():
+            row = rows[label]
+            for seed, value in enumerate(values):
+                spec = ExperimentSpec(
+                    dataset, scenario, "logreg", row.method, seed, row.option_dict
+                )
+                out.append(_record(spec, value))
+    return out
+
+
+def test_summary_compares_per_case_means() -> None:
+    frame = compare(TABLE, _records(), [0, 1], ["heloc"])
+    lines = summarize(frame, TABLE)
+    f1 = lines[(lines["metric"] == "macro_f1") & (lines["group"] == "all")].set_index("method")
+    em, default = f1.loc["EM"], f1.loc["AdapTable (default)"]
+    # EM: +5 and -5 vs Source; vs max(Source, Balanced) = 60 and 70: -4 and -5.
+    assert (em["cases"], em["won"], em["lost"]) == (2, 1, 1)
+    assert em["mean_difference"] == pytest.approx(0.0)
+    assert em["worst_difference"] == pytest.approx(-5.0)
+    assert em["worst_difference_vs_bar"] == pytest.approx(-5.0)
+    assert em["within_tolerance_of_bar"] == 0
+    # AdapTable: +8 and +1; vs the bar -1 and +1: both within 1.5.
+    assert (default["won"], default["lost"]) == (2, 0)
+    assert default["mean_difference"] == pytest.approx(4.5)
+    assert default["worst_difference_vs_bar"] == pytest.approx(-1.0)
+    assert default["within_tolerance_of_bar"] == 2
+    # Methods that never ran have no case; the groups split the cases by scenario.
+    assert f1.loc["Oracle prior", "cases"] == 0
+    groups = lines[(lines["metric"] == "macro_f1") & (lines["method"] == "EM")]
+    by_group = groups.set_index("group")["mean_difference"]
+    assert by_group["domain splits"] == pytest.approx(5.0)
+    assert by_group["pure label shift"] == pytest.approx(-5.0)
+
+
+def test_markdown_and_files(tmp_path: Path) -> None:
+    frame = compare(TABLE, _records(), [0, 1, 2], ["heloc"])
+    text = to_markdown(frame, TABLE, seeds=[0, 1, 2])
+    assert "### Summary, F1, all" in text and "### Summary, bAcc, pure label shift" in text
+    assert "### Per case, Acc" in text
+    assert "| heloc | prior 0.1 | logreg | 70.0 (2 of 3 seeds) |" in text
+    assert "not run" in text  # the AdapTable (paper) column, for example
+    paths = write_table(frame, TABLE, tmp_path, seeds=[0, 1, 2])
+    assert [p.name for p in paths] == ["generality.md", "generality.csv", "generality_summary.csv"]
+    with paths[2].open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert {r["group"] for r in rows} == {"all", "domain splits", "pure label shift"}
+    em = next(r for r in rows if r["method"] == "EM" and r["group"] == "all")
+    assert float(em["worst_difference"]) == pytest.approx(-5.0)
+
+
+def test_summary_needs_a_summary_definition() -> None:
+    frame = compare(paper.TABLES["oracle"], [], [0], ["heloc"])
+    with pytest.raises(ValueError, match="no summary"):
+        summarize(frame, paper.TABLES["oracle"])
+
+
+def test_repeated_failures_are_written_once() -> None:
+    frame = compare(TABLE, _records(), [0, 1], ["heloc"])
+    error = "TypeError: method 'adaptable' (AdapTable): bad options {'preset': 'paper'}"
+    failures = {f"heloc|natural|mlp|adaptable|seed={s}|preset": error for s in range(5)}
+    failures["heloc|natural|mlp|em|seed=0"] = "ValueError: something else"
+    text = to_markdown(frame, TABLE, failures=failures, seeds=[0, 1])
+    assert f"- 5 experiments, e.g. `heloc|natural|mlp|adaptable|seed=0|preset`: {error}" in text
+    assert "- `heloc|natural|mlp|em|seed=0`: ValueError: something else" in text
+    assert text.count("bad options") == 1
