@@ -69,15 +69,25 @@ def test_table_specs_cover_rows_seeds_and_options() -> None:
     table = paper.TABLES["calibrator_ablation"]
     specs = table_specs(table, [0, 1, 2], ["heloc"])
     assert len(specs) == 5 * 3
-    options = {tuple(s.option_dict.items()) for s in specs}
-    assert (("calibrator", "platt"),) in options and (("calibrator", "none"),) in options
-    # 6 supervised / CatBoost+AdapTable, 8 MLP TTA rows, 3 + 5 + 2 beyond the paper
-    assert len(table_specs(paper.TABLES["main"], [0], ["heloc"])) == 6 + 8 + 3 + 5 + 2
+    options = {tuple(sorted(s.option_dict.items())) for s in specs}
+    assert (("calibrator", "platt"), ("preset", "paper")) in options
+    assert (("calibrator", "none"), ("preset", "paper")) in options
+    # Every AdapTable row of a paper table runs the paper's algorithm, but the default's row.
+    for name, table in paper.TABLES.items():
+        for row in table.rows:
+            if row.method == "adaptable" and name != "generality":
+                expected = "default" if row.label == "AdapTable (default)" else "paper"
+                assert row.option_dict["preset"] == expected, (name, row.label)
+    # 6 supervised / CatBoost+AdapTable, 8 MLP TTA rows, 3 + 5 + 3 beyond the paper
+    assert len(table_specs(paper.TABLES["main"], [0], ["heloc"])) == 6 + 8 + 3 + 5 + 3
 
 
 def test_compare_mean_se_and_difference() -> None:
     table = paper.TABLES["main"]
-    specs = [ExperimentSpec("heloc", "natural", "mlp", "adaptable", s) for s in (0, 1, 2)]
+    paper_preset = (("preset", "paper"),)
+    specs = [
+        ExperimentSpec("heloc", "natural", "mlp", "adaptable", s, paper_preset) for s in (0, 1, 2)
+    ]
     records = [_record(s, f1) for s, f1 in zip(specs, (0.60, 0.62, 0.64), strict=True)]
     records.append(_record(ExperimentSpec("heloc", "natural", "mlp", "source", 0), 0.38))
     frame = compare(table, records, [0, 1, 2], ["heloc"])
@@ -101,7 +111,7 @@ def test_compare_mean_se_and_difference() -> None:
 
 def test_write_table_markdown_csv_latex(tmp_path: Path) -> None:
     table = paper.TABLES["efficiency"]
-    spec = ExperimentSpec("heloc", "natural", "mlp", "adaptable", 0)
+    spec = ExperimentSpec("heloc", "natural", "mlp", "adaptable", 0, (("preset", "paper"),))
     frame = compare(table, [_record(spec, 0.6, per_row=2e-4)], [0])
     paths = write_table(frame, table, tmp_path, skipped={}, seeds=[0], latex=True)
     assert [p.suffix for p in paths] == [".md", ".csv", ".tex"]

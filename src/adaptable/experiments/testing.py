@@ -90,8 +90,13 @@ class ToySource:
     name = "source"
 
     def __init__(
-        self, temperature: float = 1.0, delay: float = 0.0, calibrator: str = "none"
+        self,
+        temperature: float = 1.0,
+        delay: float = 0.0,
+        calibrator: str = "none",
+        preset: str = "paper",
     ) -> None:
+        # ``calibrator`` and ``preset`` are accepted as AdapTable takes them, and do nothing.
         if temperature <= 0:
             raise ValueError(f"temperature must be positive; got {temperature}")
         self.temperature = temperature
