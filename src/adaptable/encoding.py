@@ -3,16 +3,68 @@
 Numerical columns: NaN -> 0, then standardised. Categorical columns: one-hot, with categories
 never seen at fit time encoded as an all-zero block. Fitted on train + valid in the experiments,
 as the authors do. The encoder is plain data (JSON-serialisable), so saved adapters never pickle.
+
+A batch can be encoded once into its standardised numbers and integer category codes
+(:meth:`Encoder.encode` -> :class:`EncodedBatch`); the dense one-hot matrix is built from the
+codes only when a model needs it (:meth:`Encoder.transform_from`), so that a caller that needs
+both (AdapTable's calibrator and the model) pays for the table lookups once.
+
+How category values are matched (the same rule at fit and at transform):
+
+- At fit, every value becomes a string: strings stay as they are, a missing value (None, NaN,
+  NaT, ``pd.NA``) becomes ``"nan"``, anything else becomes ``str(value)``. The dataset loaders
+  store categorical columns this way already (numbers narrowed to float32 first, so an integer
+  code 6 is stored as ``"6.0"``).
+- At transform, a string matches the fitted category equal to it, and a missing value matches
+  ``"nan"``. A number (int, float or their numpy types; not bool) matches ``str(value)`` when
+  that is a fitted category, else the fitted category that reads as the same number
+  (``float(category) == value``, or equal once both are rounded to float32, the loaders'
+  precision). So 6, 6.0 and ``np.int64(6)`` all match a category stored as ``"6.0"`` or
+  ``"6"``. Strings are never read as numbers (``"06"`` and ``"6"`` stay different labels).
+- Anything else is unseen: code -1, an all-zero one-hot block. When more than half of a
+  batch's categorical values are unseen, :class:`UnseenCategoryWarning` says so: that is almost
+  always a type or format mismatch rather than a real shift.
 """
 
 from __future__ import annotations
 
+import numbers
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+#: a batch warns when more than this share of its categorical values were never seen at fit time
+UNSEEN_WARNING_SHARE = 0.5
+# Batches with at most this many cells are read with one whole-frame conversion to an object
+# array (~0.1 ms for 64 rows) instead of one column selection per kind (~0.5 ms); larger ones
+# select their columns first, which avoids boxing every numeric cell into a Python object.
+_SMALL_BATCH_CELLS = 65_536
+
+
+class UnseenCategoryWarning(UserWarning):
+    """Most of a batch's categorical values were never seen when the Encoder was fitted."""
+
+
+@dataclass(frozen=True)
+class EncodedBatch:
+    """A batch encoded once: standardised numbers and category codes.
+
+    Attributes:
+        numeric: numerical columns standardised (NaN -> 0 before scaling), float32
+            ``(n, D_num)``, in the encoder's ``numerical_`` order.
+        codes: per categorical feature, the index of the row's category in that feature's
+            ``categories_`` (``-1`` for one unseen at fit time), int64 ``(n, D_cat)``.
+    """
+
+    numeric: np.ndarray
+    codes: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.numeric)
 
 
 def kinds_by_dtype(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -78,6 +130,8 @@ class Encoder:
         frame = _as_frame(X)
         if len(frame) == 0:
             raise ValueError("Encoder.fit needs at least one row; got an empty table.")
+        declared = [*(self.numerical or []), *(self.categorical or [])]
+        _require_unique(frame, declared if self._declared() else frame.columns, "fit")
         if self.numerical is None or self.categorical is None:
             inferred_num, inferred_cat = kinds_by_dtype(frame)
             numerical = self.numerical if self.numerical is not None else inferred_num
@@ -104,7 +158,8 @@ class Encoder:
         # StandardScaler's convention: a constant column keeps scale 1 instead of dividing by 0.
         self.scale_ = np.where(scale > 0, scale, 1.0)
         self.categories_ = [
-            tuple(sorted(set(_category_strings(frame[c])))) for c in self.categorical_
+            tuple(sorted(pd.unique(_category_strings(frame[c]).to_numpy(dtype=object))))
+            for c in self.categorical_
         ]
         blocks: list[FeatureBlock] = []
         for i, name in enumerate(self.numerical_):
@@ -115,57 +170,238 @@ class Encoder:
             start += len(cats)
         self.schema_ = blocks
         self.n_features_out_ = start
-        self._lookup = [{c: j for j, c in enumerate(cats)} for cats in self.categories_]
-        self._fitted = True
+        self._prepare()
         return self
+
+    def _declared(self) -> bool:
+        """Both kinds given: only those columns are read, other columns may be anything."""
+        return self.numerical is not None and self.categorical is not None
+
+    def _prepare(self) -> None:
+        """Lookup structures derived from the fitted state (rebuilt by :meth:`from_dict`)."""
+        # One vocabulary over every feature's categories, and a table (feature, word) -> code:
+        # a batch's categorical cells are coded with one hash lookup for all of them.
+        words = sorted(set().union(*self.categories_)) if self.categories_ else []
+        self._vocabulary = pd.Index(words, dtype=object)
+        # The extra last column stays -1: the vocabulary's "not found" (-1) indexes it.
+        self._code_table = np.full((len(self.categories_), len(words) + 1), -1, dtype=np.int64)
+        for j, cats in enumerate(self.categories_):
+            self._code_table[j, self._vocabulary.get_indexer(list(cats))] = np.arange(len(cats))
+        self._lookup = [{c: j for j, c in enumerate(cats)} for cats in self.categories_]
+        self._by_number: list[tuple[dict[float, int], dict[float, int]] | None] = [
+            None for _ in self.categories_
+        ]
+        starts = [b.start for b in self.schema_ if b.kind == "categorical"]
+        self._block_starts = np.asarray(starts, dtype=np.int64) - len(self.numerical_)
+        self._positions: tuple[pd.Index, np.ndarray, np.ndarray] | None = None
+        self._fitted = True
 
     # ------------------------------------------------------------------ transforming
     def transform(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
-        """Encode ``X`` as a float32 matrix of width ``n_features_out_``."""
-        self._check_fitted()
-        frame = _as_frame(
-            X, positional_width=self.n_features_in_ if self.columns_is_positional_ else None
-        )
-        _require(frame, self.feature_names_in_, "transform")
-        out = np.zeros((len(frame), self.n_features_out_), dtype=np.float32)
-        if self.numerical_:
-            num = _numeric_block(frame, self.numerical_)
-            out[:, : len(self.numerical_)] = (num - self.mean_) / self.scale_
-        codes = self._codes(frame)
-        if codes.shape[1]:
-            starts = np.array([b.start for b in self.categorical_blocks], dtype=np.int64)
-            rows, features = np.nonzero(codes >= 0)
-            out[rows, starts[features] + codes[rows, features]] = 1.0
-        return out
+        """Encode ``X`` as a float32 matrix of width ``n_features_out_``.
+
+        The same as ``transform_from(encode(X))``.
+        """
+        return self.transform_from(self._encode(X))
 
     def fit_transform(self, X: pd.DataFrame | np.ndarray, y: object = None) -> np.ndarray:
         return self.fit(X).transform(X)
 
+    def encode(self, X: pd.DataFrame | np.ndarray) -> EncodedBatch:
+        """Standardised numerical columns and category codes of ``X``, computed once.
+
+        Example:
+            >>> import pandas as pd
+            >>> enc = Encoder().fit(pd.DataFrame({"age": [30.0, 50.0], "job": ["a", "b"]}))
+            >>> batch = enc.encode(pd.DataFrame({"age": [40.0], "job": ["b"]}))
+            >>> batch.numeric.tolist(), batch.codes.tolist()
+            ([[0.0]], [[1]])
+        """
+        return self._encode(X)
+
+    def _encode(self, X: pd.DataFrame | np.ndarray) -> EncodedBatch:
+        # Called only by the public methods, so that a warning's stack level is the caller's.
+        self._check_fitted()
+        frame = self._frame(X)
+        numeric_pos, category_pos = self._column_positions(frame, "transform")
+        values = _small_frame_values(frame)
+        num: np.ndarray | None = None
+        if values is not None and numeric_pos.size:
+            num = _numbers_or_none(values[:, numeric_pos])
+        if num is None:
+            num = _numeric_block(frame, self.numerical_)
+        numeric = ((num - self.mean_) / self.scale_).astype(np.float32, copy=False)
+        if values is not None:
+            category_values = values[:, category_pos]
+        else:
+            category_values = _object_block(frame, self.categorical_)
+        return EncodedBatch(numeric, self._codes(category_values, stacklevel=5))
+
+    def transform_from(self, encoded: EncodedBatch) -> np.ndarray:
+        """The float32 matrix of :meth:`transform` from an :class:`EncodedBatch`."""
+        self._check_fitted()
+        numeric = np.asarray(encoded.numeric)
+        if numeric.ndim != 2 or numeric.shape[1] != len(self.numerical_):
+            raise ValueError(
+                f"EncodedBatch.numeric must have shape (n, {len(self.numerical_)}); "
+                f"got {numeric.shape}"
+            )
+        out = np.zeros((len(numeric), self.n_features_out_), dtype=np.float32)
+        out[:, : len(self.numerical_)] = numeric
+        self._scatter_onehot(encoded.codes, out, offset=len(self.numerical_))
+        return out
+
+    def onehot(self, codes: np.ndarray) -> np.ndarray:
+        """The one-hot blocks of category ``codes`` (``-1``: all-zero block), float32
+        ``(n, n_features_out_ - D_num)``: the columns of :meth:`transform` after the numbers."""
+        self._check_fitted()
+        codes = np.asarray(codes)
+        out = np.zeros((len(codes), self.n_features_out_ - len(self.numerical_)), np.float32)
+        self._scatter_onehot(codes, out, offset=0)
+        return out
+
+    def _scatter_onehot(self, codes: np.ndarray, out: np.ndarray, offset: int) -> None:
+        codes = np.asarray(codes)
+        if codes.ndim != 2 or codes.shape != (len(out), len(self.categorical_)):
+            raise ValueError(
+                f"category codes must have shape ({len(out)}, {len(self.categorical_)}); "
+                f"got {codes.shape}"
+            )
+        if not codes.shape[1]:
+            return
+        if (codes >= np.asarray(self.cardinalities)).any() or (codes < -1).any():
+            raise ValueError("category codes must lie in [-1, cardinality) for every feature")
+        rows, features = np.nonzero(codes >= 0)
+        out[rows, offset + self._block_starts[features] + codes[rows, features]] = 1.0
+
     def category_codes(self, X: pd.DataFrame | np.ndarray) -> np.ndarray:
         """Per-categorical-feature integer codes (``-1`` for categories unseen at fit time)."""
         self._check_fitted()
-        frame = _as_frame(
+        frame = self._frame(X)
+        _require(frame, self.categorical_, "category_codes")
+        return self._codes(_object_block(frame, self.categorical_), stacklevel=4)
+
+    def _frame(self, X: pd.DataFrame | np.ndarray) -> pd.DataFrame:
+        return _as_frame(
             X, positional_width=self.n_features_in_ if self.columns_is_positional_ else None
         )
-        _require(frame, self.categorical_, "category_codes")
-        return self._codes(frame)
 
-    def _codes(self, frame: pd.DataFrame) -> np.ndarray:
-        # One object-array extraction and plain dict lookups: per-column pandas ``map`` calls
-        # cost ~0.5 ms each, which dominated adaptation time on 64-row batches.
-        n = len(frame)
-        codes = np.full((n, len(self.categorical_)), -1, dtype=np.int64)
-        if not self.categorical_ or n == 0:
-            return codes
-        values = frame[self.categorical_].to_numpy(dtype=object)
-        for j, lookup in enumerate(self._lookup):
-            column = values[:, j]
-            codes[:, j] = np.fromiter(
-                (lookup.get(v if type(v) is str else _category_string(v), -1) for v in column),
-                dtype=np.int64,
-                count=n,
-            )
+    def _column_positions(self, frame: pd.DataFrame, where: str) -> tuple[np.ndarray, np.ndarray]:
+        """Positions of the numerical and categorical columns in ``frame``.
+
+        Batches cut from one table have the same columns, so the positions for the last column
+        index seen are kept and its checks are not repeated.
+        """
+        cached = self._positions
+        if cached is not None and (cached[0] is frame.columns or cached[0].equals(frame.columns)):
+            return cached[1], cached[2]
+        _require(frame, self.feature_names_in_, where)
+        columns = frame.columns
+        if columns.is_unique:
+            numeric = np.asarray(columns.get_indexer(self.numerical_), dtype=np.intp)
+            category = np.asarray(columns.get_indexer(self.categorical_), dtype=np.intp)
+        else:  # repeated names among columns the encoder does not read (_require checked)
+            numeric = np.array([columns.get_loc(c) for c in self.numerical_], dtype=np.intp)
+            category = np.array([columns.get_loc(c) for c in self.categorical_], dtype=np.intp)
+        self._positions = (columns, numeric, category)
+        return numeric, category
+
+    def _codes(self, values: np.ndarray, stacklevel: int) -> np.ndarray:
+        """Codes of an object array ``(n, D_cat)`` of raw category values; ``stacklevel`` of
+        the unseen-category warning counts from ``_warn_if_mostly_unseen``."""
+        n, width = values.shape
+        if not width or n == 0:
+            return np.full((n, width), -1, dtype=np.int64)
+        # An explicit object Index: left to itself, pandas would first infer a string dtype for
+        # the cells and convert them, which costs more than the lookup.
+        cells = pd.Index(values.ravel(), dtype=object, copy=False)
+        words = self._vocabulary.get_indexer(cells).reshape(n, width)
+        codes = self._code_table[np.arange(width), words]
+        rows, features = np.nonzero(codes < 0)
+        if rows.size:
+            # Only cells that are not a known string get here: unseen strings stay -1; numbers,
+            # missing values and other objects are normalised (module docstring), once each.
+            memo: dict[tuple[int, type, object], int] = {}
+            for i, j in zip(rows.tolist(), features.tolist(), strict=True):
+                value = values[i, j]
+                if type(value) is str:
+                    continue
+                try:
+                    key = (j, type(value), value)
+                    code = memo.get(key)
+                except TypeError:  # unhashable
+                    key, code = None, None
+                if code is None:
+                    code = self._normalised_code(j, value)
+                    if key is not None:
+                        memo[key] = code
+                codes[i, j] = code
+            self._warn_if_mostly_unseen(codes, values, stacklevel)
         return codes
+
+    def _normalised_code(self, feature: int, value: object) -> int:
+        """The code of one value that is not a fitted category string (module docstring)."""
+        lookup = self._lookup[feature]
+        if _missing(value):
+            return lookup.get("nan", -1)
+        code = lookup.get(str(value), -1)
+        if code >= 0 or isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+            return code
+        exact, single = self._numeric_lookups(feature)
+        number = float(value)
+        if number in exact:
+            return exact[number]
+        return single.get(float(np.float32(number)), -1)
+
+    def _numeric_lookups(self, feature: int) -> tuple[dict[float, int], dict[float, int]]:
+        """The feature's categories that read as numbers: by value, and by float32 value.
+
+        A value two categories share (``"6"`` and ``"6.0"``) is left out: it would be a guess.
+        """
+        built = self._by_number[feature]
+        if built is not None:
+            return built
+        tables: tuple[dict[float, int], dict[float, int]] = ({}, {})
+        ambiguous: tuple[set[float], set[float]] = (set(), set())
+        for code, category in enumerate(self.categories_[feature]):
+            try:
+                number = float(category)
+            except ValueError:
+                continue
+            if not np.isfinite(number):
+                continue
+            for table, clash, key in zip(
+                tables, ambiguous, (number, float(np.float32(number))), strict=True
+            ):
+                if key in table:
+                    clash.add(key)
+                table[key] = code
+        for table, clash in zip(tables, ambiguous, strict=True):
+            for key in clash:
+                del table[key]
+        self._by_number[feature] = tables
+        return tables
+
+    def _warn_if_mostly_unseen(
+        self, codes: np.ndarray, values: np.ndarray, stacklevel: int
+    ) -> None:
+        unseen = codes < 0
+        if unseen.mean() <= UNSEEN_WARNING_SHARE:
+            return
+        worst = int(unseen.sum(axis=0).argmax())
+        example = values[int(np.flatnonzero(unseen[:, worst])[0]), worst]
+        known = ", ".join(repr(c) for c in self.categories_[worst][:3])
+        # The message depends only on the column and the value's type, so that Python's warning
+        # registry shows it once per cause rather than once per batch.
+        warnings.warn(
+            f"Encoder: more than {UNSEEN_WARNING_SHARE:.0%} of this batch's categorical values "
+            f"were not seen at fit time and are encoded as unknown; column "
+            f"{self.categorical_[worst]!r} has values of type {type(example).__name__} that "
+            f"match none of its categories (such as {known}). A type or format mismatch with "
+            "the fitted data is the usual cause (see adaptable.encoding for the matching rule).",
+            UnseenCategoryWarning,
+            stacklevel=stacklevel,
+        )
 
     # ------------------------------------------------------------------ schema views
     @property
@@ -225,8 +461,7 @@ class Encoder:
             for b in state["schema"]
         ]
         enc.n_features_out_ = enc.schema_[-1].stop if enc.schema_ else 0
-        enc._lookup = [{c: j for j, c in enumerate(cats)} for cats in enc.categories_]
-        enc._fitted = True
+        enc._prepare()
         return enc
 
     def _check_fitted(self) -> None:
@@ -264,6 +499,43 @@ def _require(frame: pd.DataFrame, columns: Sequence[object], where: str) -> None
             f"Encoder.{where}: {len(missing)} column(s) missing from the input: "
             f"{', '.join(map(str, missing[:10]))}{' ...' if len(missing) > 10 else ''}."
         )
+    _require_unique(frame, columns, where)
+
+
+def _require_unique(frame: pd.DataFrame, columns: Sequence[object], where: str) -> None:
+    if frame.columns.is_unique:
+        return
+    wanted = set(columns)
+    repeated = [c for c in frame.columns[frame.columns.duplicated()].unique() if c in wanted]
+    if repeated:
+        counts = frame.columns.value_counts()
+        described = ", ".join(f"{c!r} ({counts[c]} times)" for c in repeated[:10])
+        raise ValueError(
+            f"Encoder.{where}: the input has duplicated column name(s) {described}; "
+            "each feature must appear once."
+        )
+
+
+def _small_frame_values(frame: pd.DataFrame) -> np.ndarray | None:
+    """The whole frame as one object array when it is small (see ``_SMALL_BATCH_CELLS``)."""
+    if frame.size > _SMALL_BATCH_CELLS:
+        return None
+    try:
+        return frame.to_numpy(dtype=object)
+    except (TypeError, ValueError):
+        return None
+
+
+def _numbers_or_none(values: np.ndarray) -> np.ndarray | None:
+    """Object cells as finite float64 (NaN -> 0), or ``None`` to let ``_numeric_block`` decide
+    (and word the error) when a cell is not a plain number."""
+    try:
+        numbers_ = values.astype(np.float64)
+    except (TypeError, ValueError):
+        return None
+    if np.isinf(numbers_).any():
+        return None
+    return np.nan_to_num(numbers_, nan=0.0)
 
 
 def _numeric_block(frame: pd.DataFrame, columns: Sequence[object]) -> np.ndarray:
@@ -280,15 +552,17 @@ def _numeric_block(frame: pd.DataFrame, columns: Sequence[object]) -> np.ndarray
     return np.nan_to_num(values, nan=0.0)
 
 
+def _object_block(frame: pd.DataFrame, columns: Sequence[object]) -> np.ndarray:
+    if not columns:
+        return np.empty((len(frame), 0), dtype=object)
+    return frame[list(columns)].to_numpy(dtype=object)
+
+
 def _category_strings(values: pd.Series) -> pd.Series:
-    """Category values compared as strings, NaN as ``"nan"``, as the loaders produce them."""
-    if values.dtype == object and values.map(type).eq(str).all():
+    """Category values as strings at fit time, NaN as ``"nan"``, as the loaders produce them."""
+    if values.dtype == object and pd.api.types.infer_dtype(values, skipna=False) == "string":
         return values
     return values.map(lambda v: "nan" if _missing(v) else str(v))
-
-
-def _category_string(v: object) -> str:
-    return "nan" if _missing(v) else str(v)
 
 
 def _missing(v: object) -> bool:

@@ -12,6 +12,7 @@ import pytest
 
 from adaptable import datasets
 from adaptable.datasets import Encoder, FeatureBlock
+from adaptable.encoding import UnseenCategoryWarning
 
 
 @pytest.fixture()
@@ -124,3 +125,182 @@ def test_fit_encoder_uses_train_and_valid(synthetic: datasets.ShiftDataset) -> N
     assert enc.mean_[0] != pytest.approx(synthetic.train.X[col].mean())
     z = enc.transform(both)[:, 0]
     assert z.mean() == pytest.approx(0.0, abs=1e-5) and z.std() == pytest.approx(1.0, abs=1e-5)
+
+
+# --------------------------------------------------------------------------- one encoding, codes
+def _reference_transform(enc: Encoder, X: pd.DataFrame) -> np.ndarray:
+    """The transform as it was before vectorisation (one dict lookup per value), kept to pin
+    that the vectorised Encoder gives the same floats on the loaders' data."""
+    num = np.nan_to_num(X[enc.numerical_].to_numpy(dtype=np.float64, na_value=np.nan), nan=0.0)
+    out = np.zeros((len(X), enc.n_features_out_), dtype=np.float32)
+    out[:, : len(enc.numerical_)] = (num - enc.mean_) / enc.scale_
+    for block, column in zip(enc.categorical_blocks, enc.categorical_, strict=True):
+        lookup = {c: j for j, c in enumerate(block.categories)}
+        for i, v in enumerate(X[column].to_numpy(dtype=object)):
+            key = v if type(v) is str else ("nan" if pd.isna(v) else str(v))
+            if key in lookup:
+                out[i, block.start + lookup[key]] = 1.0
+    return out
+
+
+def _with_unseen_and_missing(ds: datasets.ShiftDataset, rows: int) -> pd.DataFrame:
+    """Test rows with 5 % unseen categories, 5 % missing categories and 5 % NaN numbers."""
+    rng = np.random.default_rng(0)
+    X = ds.test.X.iloc[:rows].copy()
+    for c in ds.categorical:
+        X.loc[rng.random(len(X)) < 0.05, c] = "never-seen"
+        X.loc[rng.random(len(X)) < 0.05, c] = None
+    for c in ds.numerical[:3]:
+        X[c] = X[c].astype(np.float64)
+        X.loc[rng.random(len(X)) < 0.05, c] = np.nan
+    return X
+
+
+@pytest.mark.parametrize("task", ["readmission", "heloc"])
+def test_vectorised_transform_equals_the_reference_on_real_rows(
+    task: str, request: pytest.FixtureRequest
+) -> None:
+    ds = request.getfixturevalue(task)
+    enc = datasets.fit_encoder(ds)
+    X = _with_unseen_and_missing(ds, 2000)
+    # 2,000 rows take the column-selection path; 64-row batches the whole-frame one.
+    np.testing.assert_array_equal(enc.transform(X), _reference_transform(enc, X))
+    for start in range(0, 640, 64):
+        batch = X.iloc[start : start + 64]
+        np.testing.assert_array_equal(enc.transform(batch), _reference_transform(enc, batch))
+
+
+def test_encode_onehot_and_transform_agree(readmission: datasets.ShiftDataset) -> None:
+    enc = datasets.fit_encoder(readmission)
+    X = _with_unseen_and_missing(readmission, 300)
+    encoded = enc.encode(X)
+    dense = enc.transform(X)
+    n_num = len(enc.numerical_)
+    assert encoded.numeric.dtype == np.float32 and encoded.numeric.shape == (300, n_num)
+    assert encoded.codes.dtype == np.int64 and encoded.codes.shape == (300, len(enc.categorical_))
+    np.testing.assert_array_equal(encoded.codes, enc.category_codes(X))
+    assert (encoded.codes == -1).any()  # the unseen ones
+    np.testing.assert_array_equal(enc.transform_from(encoded), dense)
+    np.testing.assert_array_equal(enc.onehot(encoded.codes), dense[:, n_num:])
+    np.testing.assert_array_equal(encoded.numeric, dense[:, :n_num])
+    # Each known code puts its one at block start + code.
+    first = enc.categorical_blocks[0]
+    row = int(np.flatnonzero(encoded.codes[:, 0] >= 0)[0])
+    assert dense[row, first.start + encoded.codes[row, 0]] == 1.0
+    assert dense[row, first.start : first.stop].sum() == 1.0
+
+
+def test_onehot_rejects_codes_of_the_wrong_shape_or_range(frame: pd.DataFrame) -> None:
+    enc = Encoder().fit(frame)
+    np.testing.assert_array_equal(enc.onehot(np.array([[2, -1]])), [[0, 0, 1, 0, 0]])
+    with pytest.raises(ValueError, match="shape"):
+        enc.onehot(np.array([[0]]))
+    with pytest.raises(ValueError, match="lie in"):
+        enc.onehot(np.array([[3, 0]]))  # colour has 3 categories
+    with pytest.raises(ValueError, match="lie in"):
+        enc.onehot(np.array([[0, -2]]))
+
+
+# --------------------------------------------------------------------------- numbers as categories
+def test_integers_match_categories_stored_as_the_loaders_strings() -> None:
+    X = pd.DataFrame({"x": [1.0, 2.0, 3.0], "delq": ["6.0", "7.0", "-9.0"]})
+    enc = Encoder().fit(X)
+    as_strings = enc.transform(X)
+    for values in ([6, 7, -9], np.array([6, 7, -9], dtype=np.int64), [6.0, 7.0, -9.0]):
+        again = X.assign(delq=pd.Series(values, dtype=object if isinstance(values, list) else None))
+        np.testing.assert_array_equal(enc.transform(again), as_strings)
+    # categories sorted as strings: "-9.0", "6.0", "7.0"
+    np.testing.assert_array_equal(enc.category_codes(X.assign(delq=[7, 8, 6])), [[2], [-1], [1]])
+
+
+def test_number_matching_rules() -> None:
+    X = pd.DataFrame({"c": ["6", "0.1", "x", "True", "nan", "6.5"]})
+    enc = Encoder(numerical=[]).fit(X)
+    codes = lambda *vs: enc.category_codes(pd.DataFrame({"c": list(vs)}))[:, 0].tolist()  # noqa: E731
+    cats = list(enc.categories_[0])  # ['0.1', '6', '6.5', 'True', 'nan', 'x']
+    # by value, at float64 and at float32 precision (the loaders narrow numbers to float32)
+    assert codes(6, 6.0, np.int64(6), np.float32(0.1), 0.1, 6.5) == [
+        cats.index(v) for v in ("6", "6", "6", "0.1", "0.1", "6.5")
+    ]
+    assert codes(True, None, np.nan, "06", "6.0", 7) == [
+        cats.index("True"), cats.index("nan"), cats.index("nan"), -1, -1, -1
+    ]  # fmt: skip
+    # two categories with one value: the exact string wins, no guess otherwise
+    both = Encoder(numerical=[]).fit(pd.DataFrame({"c": ["6", "6.0", "6.00"]}))
+    given = pd.DataFrame({"c": pd.Series([6, 6.0, np.float32(6)], dtype=object)})
+    got = both.category_codes(given)[:, 0].tolist()
+    assert got == [0, 1, 1]  # str(6) = "6", str(6.0) = str(np.float32(6)) = "6.0"
+    # No exact string and two categories of that value: unseen rather than a guess.
+    two = Encoder(numerical=[]).fit(pd.DataFrame({"c": ["6.0", "6.00", "x"]}))
+    with pytest.warns(UnseenCategoryWarning):
+        assert two.category_codes(pd.DataFrame({"c": [6]}))[0, 0] == -1
+
+
+def test_raw_heloc_rows_encode_like_the_loaders(heloc: datasets.ShiftDataset) -> None:
+    # The raw FICO file holds integer codes (6); the loader stores them as strings ("6.0").
+    enc = datasets.fit_encoder(heloc)
+    X = heloc.test.X.iloc[:500]
+    raw = X.copy()
+    for c in heloc.categorical:
+        raw[c] = raw[c].astype(np.float64).astype(np.int64)
+    assert raw[heloc.categorical[0]].dtype == np.int64
+    np.testing.assert_array_equal(enc.transform(raw), enc.transform(X))
+
+
+def test_warns_when_most_categories_are_unseen(frame: pd.DataFrame) -> None:
+    import warnings
+
+    enc = Encoder().fit(frame)
+    half = frame.assign(colour=["green", "pink", "red", "blue"])  # 2 of 8 cells unseen
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        enc.transform(half)
+    mostly = frame.assign(colour=["green", "pink", "grey", "blue"], flag=["?", "?", "n", "y"])
+    with pytest.warns(UnseenCategoryWarning, match="'colour'.*type str"):
+        enc.transform(mostly)  # 5 of 8 unseen
+    with pytest.warns(UnseenCategoryWarning):
+        enc.category_codes(mostly)
+
+
+def test_duplicated_column_name_is_a_clear_error(frame: pd.DataFrame) -> None:
+    enc = Encoder().fit(frame)
+    doubled = pd.concat([frame, frame[["flag"]]], axis=1)
+    with pytest.raises(ValueError, match=r"duplicated column name.*'flag' \(2 times\)"):
+        enc.transform(doubled)
+    with pytest.raises(ValueError, match="duplicated column name.*'flag'"):
+        enc.encode(doubled)
+    with pytest.raises(ValueError, match="duplicated column name.*'flag'"):
+        Encoder().fit(doubled)
+    # A repeated column the encoder does not use is no error.
+    extra = pd.concat(
+        [frame, pd.DataFrame({"note": [1] * 4}), pd.DataFrame({"note": [2] * 4})], axis=1
+    )
+    np.testing.assert_array_equal(enc.transform(extra), enc.transform(frame))
+
+
+def test_batches_with_other_column_order_are_encoded_by_name(frame: pd.DataFrame) -> None:
+    enc = Encoder().fit(frame)
+    expected = enc.transform(frame)
+    enc.transform(frame)  # caches this column index's positions
+    np.testing.assert_array_equal(enc.transform(frame[frame.columns[::-1]]), expected)
+    np.testing.assert_array_equal(enc.transform(frame), expected)
+
+
+def test_from_dict_reads_the_saved_format() -> None:
+    # A state written by an earlier version (same keys): must load and encode the same way.
+    state = {
+        "numerical": ["a"],
+        "categorical": ["c"],
+        "mean": [2.0],
+        "scale": [0.5],
+        "categories": [["p", "q"]],
+        "positional": False,
+        "schema": [
+            {"name": "a", "kind": "numerical", "start": 0, "stop": 1, "categories": []},
+            {"name": "c", "kind": "categorical", "start": 1, "stop": 3, "categories": ["p", "q"]},
+        ],
+    }
+    enc = Encoder.from_dict(state)
+    out = enc.transform(pd.DataFrame({"a": [3.0, np.nan], "c": ["q", "z"]}))
+    np.testing.assert_array_equal(out, [[2.0, 0.0, 1.0], [-4.0, 0.0, 0.0]])
+    assert json.loads(json.dumps(enc.to_dict())) == state
