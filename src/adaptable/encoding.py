@@ -183,11 +183,13 @@ class Encoder:
         # a batch's categorical cells are coded with one hash lookup for all of them.
         words = sorted(set().union(*self.categories_)) if self.categories_ else []
         self._vocabulary = pd.Index(words, dtype=object)
-        # The extra last column stays -1: the vocabulary's "not found" (-1) indexes it.
-        self._code_table = np.full((len(self.categories_), len(words) + 1), -1, dtype=np.int64)
+        # Two extra columns: a word not in the vocabulary (-1), and a missing value (the code
+        # of the feature's "nan" category, -1 when it has none).
+        self._lookup = [{c: j for j, c in enumerate(cats)} for cats in self.categories_]
+        self._code_table = np.full((len(self.categories_), len(words) + 2), -1, dtype=np.int64)
         for j, cats in enumerate(self.categories_):
             self._code_table[j, self._vocabulary.get_indexer(list(cats))] = np.arange(len(cats))
-        self._lookup = [{c: j for j, c in enumerate(cats)} for cats in self.categories_]
+            self._code_table[j, -1] = self._lookup[j].get("nan", -1)
         self._by_number: list[tuple[dict[float, int], dict[float, int]] | None] = [
             None for _ in self.categories_
         ]
@@ -279,7 +281,12 @@ class Encoder:
         self._check_fitted()
         frame = self._frame(X)
         _require(frame, self.categorical_, "category_codes")
-        return self._codes(_object_block(frame, self.categorical_), stacklevel=4)
+        values = _small_frame_values(frame)
+        if values is not None and all(c in frame.columns for c in self.numerical_):
+            values = values[:, self._column_positions(frame, "category_codes")[1]]
+        else:
+            values = _object_block(frame, self.categorical_)
+        return self._codes(values, stacklevel=4)
 
     def _frame(self, X: pd.DataFrame | np.ndarray) -> pd.DataFrame:
         return _as_frame(
@@ -312,20 +319,27 @@ class Encoder:
         n, width = values.shape
         if not width or n == 0:
             return np.full((n, width), -1, dtype=np.int64)
-        # An explicit object Index: left to itself, pandas would first infer a string dtype for
-        # the cells and convert them, which costs more than the lookup.
-        cells = pd.Index(values.ravel(), dtype=object, copy=False)
-        words = self._vocabulary.get_indexer(cells).reshape(n, width)
-        codes = self._code_table[np.arange(width), words]
-        rows, features = np.nonzero(codes < 0)
-        if rows.size:
-            # Only cells that are not a known string get here: unseen strings stay -1; numbers,
-            # missing values and other objects are normalised (module docstring), once each.
+        # Hash every cell once (factorize), look the few distinct values up in the vocabulary,
+        # then read each cell's code from the (feature, word) table.
+        cells = values.ravel()
+        try:
+            found, uniques = pd.factorize(cells)  # missing values (None, NaN, NaT, NA) -> -1
+        except TypeError:  # an unhashable cell (a list, say): every cell by the rule
+            found = np.arange(len(cells))
+            uniques = np.full(len(cells), None, dtype=object)
+        words = self._vocabulary.get_indexer(pd.Index(uniques, dtype=object, copy=False))
+        unknown, missing = len(self._vocabulary), len(self._vocabulary) + 1
+        words[words < 0] = unknown
+        words = np.append(words, missing)  # index -1: the missing values
+        codes = self._code_table[np.arange(width), words[found].reshape(n, width)]
+        # Values that are not strings (numbers, bools, other objects) follow the matching rule
+        # of the module docstring, cell by cell: factorize merges 6, 6.0 and True.
+        special = np.flatnonzero([type(u) is not str for u in uniques])
+        if special.size:
+            rows, features = np.nonzero(np.isin(found, special).reshape(n, width))
             memo: dict[tuple[int, type, object], int] = {}
             for i, j in zip(rows.tolist(), features.tolist(), strict=True):
                 value = values[i, j]
-                if type(value) is str:
-                    continue
                 try:
                     key = (j, type(value), value)
                     code = memo.get(key)
@@ -336,6 +350,7 @@ class Encoder:
                     if key is not None:
                         memo[key] = code
                 codes[i, j] = code
+        if (codes < 0).any():
             self._warn_if_mostly_unseen(codes, values, stacklevel)
         return codes
 

@@ -236,6 +236,14 @@ def test_number_matching_rules() -> None:
         assert two.category_codes(pd.DataFrame({"c": [6]}))[0, 0] == -1
 
 
+def test_mixed_object_column_is_coded_cell_by_cell() -> None:
+    enc = Encoder(numerical=[]).fit(pd.DataFrame({"c": ["6.0", "True", "nan", "x"]}))
+    given = pd.Series(["x", 6, 6.0, True, None, np.nan, "6", ["x"]], dtype=object)
+    codes = enc.category_codes(pd.DataFrame({"c": given}))[:, 0].tolist()
+    # categories: "6.0", "True", "nan", "x"; a list is str()-ed, as before: unseen
+    assert codes == [3, 0, 0, 1, 2, 2, -1, -1]
+
+
 def test_raw_heloc_rows_encode_like_the_loaders(heloc: datasets.ShiftDataset) -> None:
     # The raw FICO file holds integer codes (6); the loader stores them as strings ("6.0").
     enc = datasets.fit_encoder(heloc)
