@@ -96,6 +96,12 @@ def _add_common(parser: argparse.ArgumentParser, results_default: str = DEFAULT_
     parser.add_argument(
         "--threads", type=int, default=1, help="torch threads per worker (default: 1)"
     )
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="where deep source models train and run (default: auto, CUDA when available)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -178,6 +184,7 @@ def _context_and_executor(args: argparse.Namespace) -> tuple[Any, Any]:
         cache_dir=args.cache_dir,
         components=args.components or Components(),
         threads=args.threads,
+        device=args.device,
     )
     executor = make_executor(args.executor, workers=args.workers, address=args.ray_address)
     return context, executor
