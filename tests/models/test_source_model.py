@@ -45,3 +45,17 @@ def test_eval_mode_makes_predictions_repeatable(source, task):
 def test_wrapping_refuses_non_modules(encoder):
     with pytest.raises(TypeError, match="torch.nn.Module"):
         models.TorchSourceModel(object(), encoder, 2)  # type: ignore[arg-type]
+
+
+def test_prepare_puts_inputs_on_the_models_device(task, encoder):
+    module = models.create("mlp", encoder, task.n_classes, d_block=8)
+    model = models.TorchSourceModel(module, encoder, task.n_classes, device="cpu")
+    assert model.device == torch.device("cpu")
+    assert model.prepare(task.test.X.iloc[:4]).device == model.device
+    encoded = torch.from_numpy(encoder.transform(task.test.X.iloc[:4])).double()
+    assert model.prepare(encoded).dtype == torch.float32
+    assert model.to("cpu") is model
+    logits = model.predict_logits(task.test.X.iloc[:4])
+    assert isinstance(logits, np.ndarray) and logits.shape == (4, task.n_classes)
+    with pytest.raises(ValueError, match="device must be one of"):
+        model.to("tpu")
