@@ -147,3 +147,17 @@ def test_train_uses_its_thread_count_and_gives_the_callers_back(task, tmp_path, 
     models.train("mlp", task, cache_dir=tmp_path, use_cache=False, **fast)
     assert seen == [2, 1]  # default: one thread
     assert torch.get_num_threads() == before
+
+
+def test_fused_optimizer_is_opt_in_on_cpu_and_keeps_old_cache_keys(task, encoder):
+    assert "fused" not in TrainingConfig().to_dict()  # the keys of existing entries
+    assert TrainingConfig(fused=True).to_dict()["fused"] is True
+    xt, yt, xv, yv = _tensors(task, encoder)
+    states = []
+    for fused in (None, False, True):
+        module = _small_mlp(encoder, 0)
+        fit_module(module, xt, yt, xv, yv, config=TrainingConfig(max_epochs=2, fused=fused))
+        states.append(module.state_dict())
+    for key in states[0]:
+        torch.testing.assert_close(states[0][key], states[1][key], rtol=0, atol=0)  # default
+        torch.testing.assert_close(states[0][key], states[2][key], rtol=1e-3, atol=1e-5)
