@@ -221,3 +221,20 @@ def test_boosters_read_integer_categories_like_the_fitted_strings(name, task):
     integers = X.assign(**{column: X[column].astype(float).astype(int)})
     assert integers[column].dtype.kind == "i"
     np.testing.assert_array_equal(model.predict_proba(integers), model.predict_proba(X))
+
+
+def test_knn_search_from_shared_neighbours_scores_like_one_query_per_trial(task):
+    space = {"n_neighbors": [2, 3, 5, 8, 12]}
+    args = (task.train.X, task.train.y, task.valid.X, task.valid.y)
+    shared, shared_trials = random_search("knn", *args, n_trials=5, space=space)
+    plain, plain_trials = random_search(
+        "knn", *args, n_trials=5, space=space, shared_neighbours=False
+    )
+    assert [t["params"] for t in shared_trials] == [t["params"] for t in plain_trials]
+    np.testing.assert_allclose(
+        [t["score"] for t in shared_trials], [t["score"] for t in plain_trials], rtol=0, atol=1e-12
+    )
+    assert shared.params == plain.params
+    np.testing.assert_array_equal(
+        shared.predict_proba(task.test.X), plain.predict_proba(task.test.X)
+    )

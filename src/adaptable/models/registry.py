@@ -146,6 +146,8 @@ def train(
             options["device"] = target.type  # CPU entries keep the keys they always had
     else:
         options = {"n_trials": n_trials, "metric": metric, "space": search_space}
+        if name == "knn":
+            options["shared_neighbours"] = True  # the search procedure (supervised.py)
         if early_stopping and name in EARLY_STOPPING_ROUNDS:
             # Part of what a trial is, so part of the key (entries from the plain search miss).
             options["early_stopping"] = {"rounds": EARLY_STOPPING_ROUNDS[name]}
