@@ -1,137 +1,221 @@
-"""Micro-benchmark: AdapTable's adaptation cost per row / per batch of 64 (model forward excluded)
-and the calibrator's post-training time, on HELOC and Hospital Readmission. Prints; asserts nothing.
+"""What AdapTable costs a user: end-to-end ``AdapTable.predict_proba`` against the source model's
+own ``predict_proba``, per row and as a ratio, at several batch sizes; ``fit`` wall time and peak
+memory; then the adaptation core alone. Prints tables; asserts nothing.
 
-The source model is ``adaptable.models.train("mlp", dataset, seed=0)`` (cached on disk by that
-function); its own inference time is printed for comparison (the target: adaptation overhead per
-row no larger than the model's inference per row).
+The source model is the MLP of ``adaptable.models.train("mlp", dataset, seed=0)`` (trained once
+into the cache). Each timing is repeated (``--repeats``); the median and the minimum are printed
+(the machine may be shared: the minimum is the least disturbed run, the median the typical one).
+Rows are the shuffled out-of-domain test split, cycled where a batch needs more rows than it has.
+Every timed pass starts from ``reset()``, so each repeat does the same work. One torch thread.
+
+Columns of the first table:
+- model: ``model.predict_proba(X_batch)`` (the model's own encoding + forward + softmax);
+- AdapTable: ``AdapTable.predict_proba(X_batch)`` end to end (it calls the model itself);
+- ratio: AdapTable / model, what a user pays for adapting relative to not adapting;
+- overhead / model: (AdapTable - model) / model, the adaptation's own share.
+
+``fit`` runs in a subprocess per dataset, so that its peak resident memory is its own: the table
+gives the child's resident memory just before ``fit`` (dataset and model loaded) and its peak.
+
+The core table times ``adapt_logits(logits, X_batch)`` on logits computed in advance (the
+calibrator's own encoding of the batch included, the model call excluded) and, where the
+estimator exposes them (``_shift_input`` / ``_adapt``; internal, may change), the calibrator and
+label handler on shift-trend inputs prepared in advance.
 
 Usage:
-    ADAPTABLE_DATA_DIR=/path/to/data python benchmarks/bench_adaptation.py
-        [--datasets heloc hospital_readmission] [--batches 200] [--repeats 3]
+    python benchmarks/bench_adaptation.py --data-dir /path/to/data
+        [--datasets heloc hospital_readmission] [--batch-sizes 16 64 256 1024 8192]
+        [--rows 8192] [--repeats 5] [--cache-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 
-from adaptable import datasets
-from adaptable.core import AdapTable
+from adaptable import AdapTable, datasets, models
+
+BATCH_SIZES = (16, 64, 256, 1024, 8192)
 
 
-def _min_seconds(function: Callable[[], Any], repeats: int) -> float:
-    """Best of ``repeats`` runs: the machine is shared, and the minimum is the least disturbed."""
+def timed(function: Callable[[], Any], repeats: int) -> tuple[float, float]:
+    """(median, min) wall seconds of ``function`` over ``repeats`` runs, after one warm-up."""
+    function()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         function()
         times.append(time.perf_counter() - start)
-    return float(np.min(times))
+    return float(np.median(times)), float(np.min(times))
 
 
-def bench(name: str, n_batches: int, repeats: int, data_dir: str | None) -> None:
-    """Print one dataset's figures."""
-    from adaptable import models
+def batches_of(X: pd.DataFrame, size: int, rows: int) -> list[pd.DataFrame]:
+    """At least ``rows`` rows (and at least one batch) in batches of ``size``, cycling ``X``."""
+    total = max(rows, size)
+    total = -(-total // size) * size
+    repeats = -(-total // len(X))
+    pool = pd.concat([X] * repeats, ignore_index=True).iloc[:total]
+    return [pool.iloc[i : i + size] for i in range(0, total, size)]
 
-    ds = datasets.load(name, data_dir=data_dir)
+
+def load(name: str, data_dir: str | None, cache_dir: str | None) -> tuple[Any, Any]:
+    """The dataset and its seed-0 MLP."""
+    dataset = datasets.load(name, data_dir=data_dir)
+    model = models.train("mlp", dataset, seed=0, cache_dir=cache_dir, device="cpu")
+    return dataset, model
+
+
+def rss_mib() -> float:
+    """Current resident memory of this process (Linux /proc), MiB."""
+    with open("/proc/self/statm") as handle:
+        pages = int(handle.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def fit_child(name: str, data_dir: str | None, cache_dir: str | None) -> None:
+    """Subprocess body: one ``fit``, then its wall time and memory as a JSON line."""
+    torch.set_num_threads(1)
+    dataset, model = load(name, data_dir, cache_dir)
+    before = rss_mib()
     start = time.perf_counter()
-    model = models.train("mlp", ds, seed=0)
-    hit = getattr(model, "cache_info", {}).get("hit")
-    print(
-        f"\n== {name}: source MLP ready in {time.perf_counter() - start:.1f} s (cache hit: {hit})"
-    )
-    order = np.random.default_rng(0).permutation(len(ds.test.y))
-    X = ds.test.X.iloc[order].reset_index(drop=True)
-    batches = [X.iloc[i : i + 64] for i in range(0, min(len(X), 64 * n_batches), 64)]
-    rows = sum(len(b) for b in batches)
-    logits = [model.predict_logits(b) for b in batches]
-    encoded = [model.prepare(b) for b in batches]
+    method = AdapTable(random_state=0)
+    method.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    report = getattr(method, "post_training_", None)
+    epochs = None if report is None else len(getattr(report, "train_losses", []))
+    print(json.dumps({"seconds": seconds, "rss_before": before, "peak": peak, "epochs": epochs}))
 
-    def model_full() -> None:
-        for b in batches:
-            model.predict_logits(b)
 
-    def model_module() -> None:
-        with torch.inference_mode():
-            for e in encoded:
-                model.module(e)
+def measure_fit(name: str, data_dir: str | None, cache_dir: str | None) -> dict[str, Any]:
+    """Run :func:`fit_child` in a fresh interpreter and read its JSON line."""
+    command = [sys.executable, __file__, "--fit-child", name]
+    if data_dir:
+        command += ["--data-dir", data_dir]
+    if cache_dir:
+        command += ["--cache-dir", cache_dir]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"fit subprocess failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
-    t_model = _min_seconds(model_full, repeats)
-    t_module = _min_seconds(model_module, repeats)
-    print(
-        f"model inference (encode + forward): {1e6 * t_model / rows:7.2f} us/row  "
-        f"{1e3 * t_model / len(batches):6.3f} ms/batch of 64"
-    )
-    print(
-        f"model forward only (encoded input): {1e6 * t_module / rows:7.2f} us/row  "
-        f"{1e3 * t_module / len(batches):6.3f} ms/batch of 64"
-    )
 
-    for label, options in (
-        ("AdapTable (gnn, complete)", {}),
-        ("AdapTable (gnn, correlation)", {"adjacency": "correlation"}),
-        ("AdapTable w/o calibrator", {"calibrator": "none"}),
-    ):
-        method = AdapTable(random_state=0, **options)
-        start = time.perf_counter()
-        method.fit(model, ds.train.X, ds.train.y, ds.valid.X, ds.valid.y)
-        fit_s = time.perf_counter() - start
-        report = method.post_training_
+def bench_dataset(
+    name: str, args: argparse.Namespace
+) -> tuple[list[str], list[str], dict[str, Any]]:
+    """Rows of the end-to-end and core tables for one dataset, and its fit figures."""
+    dataset, model = load(name, args.data_dir, args.cache_dir)
+    order = np.random.default_rng(0).permutation(len(dataset.test.y))
+    X = dataset.test.X.iloc[order].reset_index(drop=True)
+    method = AdapTable(random_state=0)
+    method.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
+    end_to_end, core = [], []
+    for size in args.batch_sizes:
+        batches = batches_of(X, size, args.rows)
+        rows = sum(len(b) for b in batches)
 
-        def adapt(method: AdapTable = method) -> None:
+        def run_model(batches: list[pd.DataFrame] = batches) -> None:
+            for batch in batches:
+                model.predict_proba(batch)
+
+        def run_adaptable(batches: list[pd.DataFrame] = batches) -> None:
             method.reset()
-            for z, b in zip(logits, batches, strict=True):
-                method.adapt_logits(z, b)
+            for batch in batches:
+                method.predict_proba(batch)
 
-        t = _min_seconds(adapt, repeats)
-        post = (
-            f"post-training {report.seconds:5.2f} s ({len(report.train_losses)} epochs, best "
-            f"{report.best_epoch}), fit total {fit_s:5.2f} s"
-            if report is not None
-            else f"fit total {fit_s:5.2f} s (no post-training)"
+        m_med, m_min = timed(run_model, args.repeats)
+        a_med, a_min = timed(run_adaptable, args.repeats)
+        us = lambda seconds, rows=rows: 1e6 * seconds / rows  # noqa: E731
+        end_to_end.append(
+            f"| {name} | {size} | {us(m_med):.2f} | {us(m_min):.2f} | {us(a_med):.2f} | "
+            f"{us(a_min):.2f} | {a_med / m_med:.2f} | {a_min / m_min:.2f} | "
+            f"{(a_med - m_med) / m_med:.2f} | {(a_min - m_min) / m_min:.2f} |"
         )
-        print(
-            f"{label:30s} adaptation {1e6 * t / rows:7.2f} us/row  "
-            f"{1e3 * t / len(batches):6.3f} ms/batch of 64 | {post}"
-        )
-        if report is not None:
-            # Split of the per-batch cost: the calibrator's own Encoder, then the rest on
-            # precomputed shift-trend inputs.
-            def encode(method: AdapTable = method) -> None:
-                for b in batches:
-                    method._shift_input(b)
 
+        logits = [model.predict_logits(b) for b in batches]
+
+        def run_adapt_logits(batches: list[pd.DataFrame] = batches, logits: list = logits) -> None:
+            method.reset()
+            for z, batch in zip(logits, batches, strict=True):
+                method.adapt_logits(z, batch)
+
+        l_med, l_min = timed(run_adapt_logits, args.repeats)
+        prepared = "-"
+        if hasattr(method, "_shift_input") and hasattr(method, "_adapt"):
             trends = [method._shift_input(b) for b in batches]
+            logits64 = [np.asarray(z, dtype=np.float64) for z in logits]
 
-            def core(method: AdapTable = method, trends: list = trends) -> None:
+            def run_core(trends: list = trends, logits64: list = logits64) -> None:
                 method.reset()
-                for z, trend in zip(logits, trends, strict=True):
-                    method._adapt(np.asarray(z, dtype=np.float64), trend, None)
+                for z, trend in zip(logits64, trends, strict=True):
+                    method._adapt(z, trend, None)
 
-            t_enc = _min_seconds(encode, repeats)
-            t_core = _min_seconds(core, repeats)
-            print(
-                f"{'':30s}   of which shift-trend encoding {1e6 * t_enc / rows:7.2f} us/row, "
-                f"calibrator + label handler {1e6 * t_core / rows:6.2f} us/row "
-                f"({1e3 * t_core / len(batches):6.3f} ms/batch)"
-            )
+            c_med, c_min = timed(run_core, args.repeats)
+            prepared = f"{us(c_med):.2f} / {us(c_min):.2f}"
+        core.append(f"| {name} | {size} | {us(l_med):.2f} / {us(l_min):.2f} | {prepared} |")
+        print(f"  {name} batch {size}: done", file=sys.stderr, flush=True)
+    fit = measure_fit(name, args.data_dir, args.cache_dir)
+    return end_to_end, core, fit
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", nargs="+", default=["heloc", "hospital_readmission"])
-    parser.add_argument("--batches", type=int, default=200, help="test batches timed per run")
+    parser.add_argument("--batch-sizes", nargs="+", type=int, default=list(BATCH_SIZES))
+    parser.add_argument("--rows", type=int, default=8192, help="rows timed per repeat")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--data-dir", default=None)
+    parser.add_argument(
+        "--data-dir", default=None, help="holds heloc/ (default: $ADAPTABLE_DATA_DIR)"
+    )
+    parser.add_argument("--cache-dir", default=None, help="model cache (default: the user cache)")
+    parser.add_argument("--fit-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.fit_child:
+        fit_child(args.fit_child, args.data_dir, args.cache_dir)
+        return
     torch.set_num_threads(1)
+    print(
+        f"torch threads {torch.get_num_threads()}, {args.repeats} repeats, >= {args.rows} rows "
+        f"per repeat, load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+    )
+    tables: dict[str, list[str]] = {"e2e": [], "core": [], "fit": []}
     for name in args.datasets:
-        bench(name, args.batches, args.repeats, args.data_dir)
+        e2e, core, fit = bench_dataset(name, args)
+        tables["e2e"] += e2e
+        tables["core"] += core
+        tables["fit"].append(
+            f"| {name} | {fit['seconds']:.2f} | {fit['rss_before']:.0f} | {fit['peak']:.0f} | "
+            f"{fit['epochs']} |"
+        )
+    print("\n### What a user pays: us per row, median and min over repeats\n")
+    print(
+        "| dataset | batch | model (med) | model (min) | AdapTable (med) | AdapTable (min) | "
+        "ratio (med) | ratio (min) | overhead / model (med) | overhead / model (min) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(tables["e2e"]))
+    print("\n### AdapTable.fit (own subprocess): wall time and resident memory\n")
+    print("| dataset | fit s | RSS before fit MiB | peak RSS MiB | post-training epochs |")
+    print("|---|---|---|---|---|")
+    print("\n".join(tables["fit"]))
+    print("\n### The adaptation alone: us per row, median / min\n")
+    print(
+        "| dataset | batch | adapt_logits (precomputed logits) | calibrator + handler (prepared) |"
+    )
+    print("|---|---|---|---|")
+    print("\n".join(tables["core"]))
+    print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

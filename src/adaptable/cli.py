@@ -185,6 +185,12 @@ def _add_common(parser: argparse.ArgumentParser, results_default: str = DEFAULT_
         metavar="N",
         help="torch threads per worker (default: 1)",
     )
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="where deep source models train and run (default: auto, CUDA when available)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -430,6 +436,7 @@ def _context_and_executor(args: argparse.Namespace, components: Components) -> t
     context = RunContext(
         data_dir=args.data_dir, cache_dir=args.cache_dir, components=components,
         threads=args.threads,
+        device=args.device,
     )  # fmt: skip
     executor = make_executor(args.executor, workers=args.workers, address=args.ray_address)
     return context, executor

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -187,3 +188,40 @@ def test_warnings_are_printed_above_the_progress_bar(
     for line in warning_lines:
         assert line.split("\r")[-1].startswith(f"{__file__}:"), line
     assert warnings.showwarning is shown_before  # restored afterwards
+
+
+DEVICES_SEEN: list[str] = []
+
+
+def _recording_train_model(name, dataset, seed, cache_dir=None, device="auto"):
+    DEVICES_SEEN.append(device)
+    return testing.train_model(name, dataset, seed, cache_dir, device)
+
+
+RECORDING = dataclasses.replace(testing.COMPONENTS, train_model=_recording_train_model)
+
+
+def test_the_device_reaches_the_model_trainer_and_the_record() -> None:
+    clear_memo()
+    spec = ExperimentSpec("toy", "natural", "softmax", "source", 0)
+    record = run_experiment(spec, RunContext(components=RECORDING, device="cpu"))
+    assert DEVICES_SEEN[-1] == "cpu"
+    assert record["device"] == "cpu"  # the toy model has no device: reported as CPU
+    run_experiment(spec, RunContext(components=RECORDING))
+    assert DEVICES_SEEN[-1] == "auto"  # another device, another memo entry
+    with pytest.raises(ValueError, match="device must be one of"):
+        RunContext(device="gpu")
+    clear_memo()
+
+
+def test_cli_device_option(tmp_path: Path) -> None:
+    from adaptable import cli
+
+    argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source",
+            "--results", str(tmp_path / "r.jsonl"), "--no-progress", "--device", "cpu"]  # fmt: skip
+    clear_memo()
+    assert cli.main(argv, components=RECORDING) == 0
+    assert DEVICES_SEEN[-1] == "cpu"
+    with pytest.raises(SystemExit):
+        cli.main([*argv[:-1], "gpu"], components=RECORDING)
+    clear_memo()

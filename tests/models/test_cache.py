@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import torch
 
 from adaptable import datasets, models
 from adaptable.models import cache, registry
@@ -187,3 +188,29 @@ def test_an_entry_without_checksums_is_replaced(task, tmp_path):
     _retrained_with_warning(task, tmp_path, "sha256.json is missing", **FAST)
     assert (entry / "sha256.json").is_file()
     assert models.train("mlp", task, seed=0, cache_dir=tmp_path, **FAST).cache_info["hit"]
+
+
+def test_device_enters_the_key_only_off_the_cpu(task, tmp_path, monkeypatch):
+    cpu = models.train("mlp", task, seed=0, cache_dir=tmp_path, device="cpu", **FAST)
+    auto = models.train("mlp", task, seed=0, cache_dir=tmp_path, device="auto", **FAST)
+    assert auto.cache_info["key"] == cpu.cache_info["key"] and auto.cache_info["hit"]
+    assert cpu.cache_info["meta"]["history"]["device"] == "cpu"
+
+    # What the key covers when CUDA is asked for (pretended: the run stops at the key).
+    class Stop(Exception):
+        pass
+
+    options = []
+
+    def record(dataset, name, seed, opts, version=None):
+        options.append(opts)
+        raise Stop
+
+    monkeypatch.setattr(registry, "cache_key", record)
+    monkeypatch.setattr(
+        registry, "resolve_device", lambda d: torch.device(d.replace("auto", "cpu"))
+    )
+    for device in ("cpu", "cuda"):
+        with pytest.raises(Stop):
+            models.train("mlp", task, seed=0, cache_dir=tmp_path, device=device, **FAST)
+    assert "device" not in options[0] and options[1]["device"] == "cuda"

@@ -45,3 +45,47 @@ def test_eval_mode_makes_predictions_repeatable(source, task):
 def test_wrapping_refuses_non_modules(encoder):
     with pytest.raises(TypeError, match="torch.nn.Module"):
         models.TorchSourceModel(object(), encoder, 2)  # type: ignore[arg-type]
+
+
+def test_prepare_puts_inputs_on_the_models_device(task, encoder):
+    module = models.create("mlp", encoder, task.n_classes, d_block=8)
+    model = models.TorchSourceModel(module, encoder, task.n_classes, device="cpu")
+    assert model.device == torch.device("cpu")
+    assert model.prepare(task.test.X.iloc[:4]).device == model.device
+    encoded = torch.from_numpy(encoder.transform(task.test.X.iloc[:4])).double()
+    assert model.prepare(encoded).dtype == torch.float32
+    assert model.to("cpu") is model
+    logits = model.predict_logits(task.test.X.iloc[:4])
+    assert isinstance(logits, np.ndarray) and logits.shape == (4, task.n_classes)
+    with pytest.raises(ValueError, match="device must be one of"):
+        model.to("tpu")
+
+
+def test_logits_from_an_encoded_batch_equal_logits_from_raw_rows(source, task, encoder):
+    """Issue 12: the shared-encoding path gives the model exactly what it would compute."""
+    X = task.test.X.iloc[:32]
+    np.testing.assert_array_equal(
+        source.logits_from_encoded(encoder.encode(X)), source.predict_logits(X)
+    )
+
+
+def test_adaptable_gives_the_same_outputs_with_and_without_shared_encoding(source, task):
+    """A model hiding its Encoder takes the old path (the adapter encodes its own copy)."""
+    from adaptable import AdapTable
+
+    class Opaque:  # the same model, seen only through predict_logits
+        def predict_logits(self, X):
+            return source.predict_logits(X)
+
+    outputs = []
+    for model in (source, Opaque()):
+        method = AdapTable(preset="paper", epochs=2, random_state=0).fit(
+            model, task.train.X, task.train.y, task.valid.X, task.valid.y
+        )
+        shared = method._encoded_logits is not None
+        outputs.append(
+            (shared, [method.predict_proba(task.test.X.iloc[i : i + 34]) for i in (0, 34, 68)])
+        )
+    assert [shared for shared, _ in outputs] == [True, False]
+    for ours, theirs in zip(outputs[0][1], outputs[1][1], strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-7)

@@ -142,3 +142,99 @@ def test_every_baseline_can_be_a_source_model_for_adaptable(name, task):
     np.testing.assert_allclose(
         softmax(logits, axis=1), model.predict_proba(task.test.X.iloc[:9]), atol=1e-5
     )
+
+
+# --------------------------------------------------------------------------- early stopping, threads
+BOOSTERS = {
+    # learning rate 1 over many rounds: the validation loss turns up after a few rounds
+    "xgboost": {"n_estimators": 200, "max_depth": 4, "learning_rate": 1.0, "gamma": 0.0},
+    "catboost": {"iterations": 300, "depth": 3, "learning_rate": 1.0},
+}
+
+
+@pytest.mark.parametrize("name", list(BOOSTERS))
+def test_boosters_stop_early_on_the_validation_loss(name, task):
+    params = BOOSTERS[name]
+    drawn = params.get("n_estimators", params.get("iterations"))
+    stopped = models.create(name, None, 3, **params)
+    stopped.fit(task.train.X, task.train.y, task.valid.X, task.valid.y)
+    assert stopped.rounds is not None and stopped.rounds < drawn
+    plain = models.create(name, None, 3, **params)
+    plain.early_stopping = False
+    plain.fit(task.train.X, task.train.y, task.valid.X, task.valid.y)
+    assert plain.rounds is None
+    # The kept rounds are the better ones on the validation split.
+    valid = (task.valid.y, task.valid.X)
+    assert score_predictions("log_loss", valid[0], stopped.predict_proba(valid[1])) > (
+        score_predictions("log_loss", valid[0], plain.predict_proba(valid[1]))
+    )
+
+
+def test_catboost_trials_are_capped(task, monkeypatch):
+    from adaptable.models import supervised
+
+    monkeypatch.setattr(supervised, "CATBOOST_MAX_ITERATIONS", 7)
+    model = models.create("catboost", None, 3, iterations=50, depth=2, learning_rate=0.01)
+    model.fit(task.train.X, task.train.y, task.valid.X, task.valid.y)
+    assert model.estimator.tree_count_ <= 7
+
+
+def test_search_records_the_rounds_kept_and_refits_nothing_on_load(task, tmp_path):
+    space = {"iterations": [100], "depth": [3], "learning_rate": [0.9, 1.0]}
+    model = models.train("catboost", task, cache_dir=tmp_path, n_trials=2, search_space=space)
+    assert all(0 < t["rounds"] < 100 for t in model.trials)
+    again = models.train("catboost", task, cache_dir=tmp_path, n_trials=2, search_space=space)
+    assert again.cache_info["hit"]
+    np.testing.assert_array_equal(
+        again.predict_logits(task.test.X), model.predict_logits(task.test.X)
+    )
+    # The plain search is another model: another cache entry.
+    plain = models.train(
+        "catboost", task, cache_dir=tmp_path, n_trials=2, search_space=space, early_stopping=False
+    )
+    assert plain.cache_info["key"] != model.cache_info["key"] and not plain.cache_info["hit"]
+    assert all("rounds" not in t for t in plain.trials)
+
+
+@pytest.mark.parametrize("name", ["random_forest", "xgboost", "catboost"])
+def test_training_threads_do_not_change_the_model(name, task):
+    params = {k: v[0] for k, v in TINY[name].items()}
+    probas = []
+    for threads in (1, 2):
+        model = models.create(name, None, 3, **params)
+        model.threads = threads
+        model.fit(task.train.X, task.train.y, task.valid.X, task.valid.y)
+        probas.append(model.predict_proba(task.test.X))
+    np.testing.assert_array_equal(probas[0], probas[1])
+    with pytest.raises(ValueError, match="threads"):
+        SUPERVISED[name](params, threads=0)
+
+
+@pytest.mark.parametrize("name", ["xgboost", "catboost"])
+def test_boosters_read_integer_categories_like_the_fitted_strings(name, task):
+    # Fitted on the loaders' form ("3.0"), asked with integers (3): the Encoder's rule.
+    column = task.categorical[0]
+    as_loaded = lambda X: X.assign(**{column: X[column].str[1:] + ".0"})  # noqa: E731  "c3" -> "3.0"
+    model = models.create(name, None, 3, **{k: v[0] for k, v in TINY[name].items()})
+    model.fit(as_loaded(task.train.X), task.train.y)
+    X = as_loaded(task.test.X)
+    integers = X.assign(**{column: X[column].astype(float).astype(int)})
+    assert integers[column].dtype.kind == "i"
+    np.testing.assert_array_equal(model.predict_proba(integers), model.predict_proba(X))
+
+
+def test_knn_search_from_shared_neighbours_scores_like_one_query_per_trial(task):
+    space = {"n_neighbors": [2, 3, 5, 8, 12]}
+    args = (task.train.X, task.train.y, task.valid.X, task.valid.y)
+    shared, shared_trials = random_search("knn", *args, n_trials=5, space=space)
+    plain, plain_trials = random_search(
+        "knn", *args, n_trials=5, space=space, shared_neighbours=False
+    )
+    assert [t["params"] for t in shared_trials] == [t["params"] for t in plain_trials]
+    np.testing.assert_allclose(
+        [t["score"] for t in shared_trials], [t["score"] for t in plain_trials], rtol=0, atol=1e-12
+    )
+    assert shared.params == plain.params
+    np.testing.assert_array_equal(
+        shared.predict_proba(task.test.X), plain.predict_proba(task.test.X)
+    )

@@ -66,3 +66,98 @@ def test_bad_inputs_are_refused(task, encoder):
         fit_module(module, xt.double(), yt, xv, yv)
     with pytest.raises(ValueError, match="patience"):
         TrainingConfig(patience=0)
+
+
+# --------------------------------------------------------------------------- devices, threads, timings
+def test_resolve_device_on_a_machine_without_cuda(monkeypatch):
+    from adaptable.models.training import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == torch.device("cpu")
+    assert resolve_device(None) == torch.device("cpu")
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device(torch.device("cpu")) == torch.device("cpu")
+    with pytest.raises(ValueError, match="CUDA.*is_available"):
+        resolve_device("cuda")
+    with pytest.raises(ValueError, match="device must be one of"):
+        resolve_device("gpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("auto") == torch.device("cuda")
+    assert resolve_device("cuda:1") == torch.device("cuda", 1)
+
+
+def test_history_times_every_epoch_and_names_the_device(task, encoder):
+    xt, yt, xv, yv = _tensors(task, encoder)
+    history = fit_module(
+        _small_mlp(encoder, 0), xt, yt, xv, yv, config=TrainingConfig(max_epochs=3), device="cpu"
+    )
+    assert len(history.epoch_seconds) == history.epochs == 3
+    assert all(s > 0 for s in history.epoch_seconds)
+    assert sum(history.epoch_seconds) <= history.seconds
+    assert history.device == "cpu"
+    # Entries written before these fields existed still load.
+    old = {k: v for k, v in history.to_dict().items() if k not in ("epoch_seconds", "device")}
+    assert models.TrainingHistory.from_dict(old).epoch_seconds == []
+
+
+def test_cpu_and_auto_train_the_same_weights_here(task, encoder, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    xt, yt, xv, yv = _tensors(task, encoder)
+    states = []
+    for device in ("cpu", "auto"):
+        module = _small_mlp(encoder, 0)
+        fit_module(module, xt, yt, xv, yv, config=TrainingConfig(max_epochs=2), device=device)
+        assert next(module.parameters()).device == torch.device("cpu")
+        states.append(module.state_dict())
+    for key in states[0]:
+        torch.testing.assert_close(states[0][key], states[1][key], rtol=0, atol=0)
+
+
+def test_torch_threads_sets_and_restores_the_callers_setting():
+    from adaptable.models.training import torch_threads
+
+    before = torch.get_num_threads()
+    other = 2 if before == 1 else 1
+    with torch_threads(other):
+        assert torch.get_num_threads() == other
+    assert torch.get_num_threads() == before
+    with torch_threads(None):
+        assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), torch_threads(other):
+        raise RuntimeError("restored on error too")
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="threads"), torch_threads(0):
+        pass
+
+
+def test_train_uses_its_thread_count_and_gives_the_callers_back(task, tmp_path, monkeypatch):
+    from adaptable.models import registry
+
+    seen = []
+    original = registry.fit_module
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(registry, "fit_module", spy)
+    before = torch.get_num_threads()
+    fast = {"overrides": {"d_block": 16}, "training": TrainingConfig(max_epochs=1)}
+    models.train("mlp", task, cache_dir=tmp_path, use_cache=False, threads=2, **fast)
+    models.train("mlp", task, cache_dir=tmp_path, use_cache=False, **fast)
+    assert seen == [2, 1]  # default: one thread
+    assert torch.get_num_threads() == before
+
+
+def test_fused_optimizer_is_opt_in_on_cpu_and_keeps_old_cache_keys(task, encoder):
+    assert "fused" not in TrainingConfig().to_dict()  # the keys of existing entries
+    assert TrainingConfig(fused=True).to_dict()["fused"] is True
+    xt, yt, xv, yv = _tensors(task, encoder)
+    states = []
+    for fused in (None, False, True):
+        module = _small_mlp(encoder, 0)
+        fit_module(module, xt, yt, xv, yv, config=TrainingConfig(max_epochs=2, fused=fused))
+        states.append(module.state_dict())
+    for key in states[0]:
+        torch.testing.assert_close(states[0][key], states[1][key], rtol=0, atol=0)  # default
+        torch.testing.assert_close(states[0][key], states[2][key], rtol=1e-3, atol=1e-5)

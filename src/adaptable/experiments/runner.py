@@ -34,6 +34,8 @@ from adaptable.experiments.store import ResultStore
 
 #: bump when the record layout or the way a metric is computed changes
 RECORD_VERSION = 1
+#: the values of ``RunContext.device`` (and the CLI's ``--device``)
+DEVICES = ("auto", "cpu", "cuda")
 
 
 # --------------------------------------------------------------------------- components
@@ -59,10 +61,14 @@ def _dataset_status(name: str, data_dir: str | None) -> str | None:
 _SHOW_TRAINING = False
 
 
-def _train_model(name: str, dataset: Any, seed: int, cache_dir: str | None) -> Any:
+def _train_model(
+    name: str, dataset: Any, seed: int, cache_dir: str | None, device: str = "auto"
+) -> Any:
     from adaptable import models
 
-    return models.train(name, dataset, seed, cache_dir=cache_dir, quiet=not _SHOW_TRAINING)
+    return models.train(
+        name, dataset, seed, cache_dir=cache_dir, quiet=not _SHOW_TRAINING, device=device
+    )
 
 
 def _create_method(name: str, **options: Any) -> Any:
@@ -105,7 +111,8 @@ class Components:
     Args:
         load_dataset: ``(name, data_dir) -> ShiftDataset``.
         dataset_status: ``(name, data_dir) -> None`` when loadable, else the reason it is not.
-        train_model: ``(name, dataset, seed, cache_dir) -> source model``.
+        train_model: ``(name, dataset, seed, cache_dir, device) -> source model``; ``device``
+            is ``"auto"``, ``"cpu"`` or ``"cuda"`` (where deep models train and run).
         create_method: ``(name, **options) -> TestTimeMethod``.
         apply_shift: ``(name, dataset, seed) -> Stream`` with ``batches(batch_size)``.
         known_names: ``(kind) -> names`` for kind ``dataset``, ``model``, ``method`` or
@@ -114,7 +121,7 @@ class Components:
 
     load_dataset: Callable[[str, str | None], Any] = _load_dataset
     dataset_status: Callable[[str, str | None], str | None] = _dataset_status
-    train_model: Callable[[str, Any, int, str | None], Any] = _train_model
+    train_model: Callable[[str, Any, int, str | None, str], Any] = _train_model
     create_method: Callable[..., Any] = _create_method
     apply_shift: Callable[[str, Any, int], Any] = _apply_shift
     known_names: Callable[[str], list[str]] = _known_names
@@ -141,17 +148,24 @@ class RunContext:
         cache_dir: source-model cache folder (``None``: the models package's default).
         components: the dataset / model / method / shift providers.
         threads: torch threads per worker process (1 keeps workers from oversubscribing cores).
+        device: where deep source models train and run: ``"auto"`` (CUDA where
+            ``torch.cuda.is_available()``, else CPU), ``"cpu"`` or ``"cuda"``.
     """
 
     data_dir: str | None = None
     cache_dir: str | None = None
     components: Components = field(default_factory=Components)
     threads: int = 1
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.device not in DEVICES:
+            raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}")
 
 
 # Per-process memo: a worker that runs several methods on one source model trains/loads it once.
 _DATASETS: dict[tuple[str, str | None], Any] = {}
-_MODELS: OrderedDict[tuple[str, str, int, str | None, str | None], Any] = OrderedDict()
+_MODELS: OrderedDict[tuple[str, str, int, str | None, str | None, str], Any] = OrderedDict()
 _MAX_MODELS = 4
 
 
@@ -165,13 +179,15 @@ def get_dataset(name: str, context: RunContext) -> Any:
 
 def source_model(dataset_name: str, model: str, seed: int, context: RunContext) -> Any:
     """The trained source model for (dataset, model, seed), memoised in this process."""
-    key = (dataset_name, model, seed, context.data_dir, context.cache_dir)
+    key = (dataset_name, model, seed, context.data_dir, context.cache_dir, context.device)
     if key in _MODELS:
         _MODELS.move_to_end(key)
         return _MODELS[key]
     dataset = get_dataset(dataset_name, context)
     seed_everything(seed)
-    trained = context.components.train_model(model, dataset, seed, context.cache_dir)
+    trained = context.components.train_model(
+        model, dataset, seed, context.cache_dir, context.device
+    )
     _MODELS[key] = trained
     while len(_MODELS) > _MAX_MODELS:
         _MODELS.popitem(last=False)
@@ -356,6 +372,8 @@ def run_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> d
         "traces": traces,
         "version": RECORD_VERSION,
         "software": _versions(),
+        # where the source model ran (deep models on CUDA when asked); timings depend on it
+        "device": str(getattr(model, "device", "cpu")),
         "finished_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "host": platform.node(),
         "pid": os.getpid(),

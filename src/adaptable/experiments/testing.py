@@ -70,7 +70,9 @@ class SoftmaxRegression:
         return softmax(self.predict_logits(X))
 
 
-def train_model(name: str, dataset: Any, seed: int, cache_dir: str | None = None) -> Any:
+def train_model(
+    name: str, dataset: Any, seed: int, cache_dir: str | None = None, device: str = "auto"
+) -> Any:
     """``softmax``: a :class:`SoftmaxRegression`; counts calls in :data:`TRAIN_CALLS`."""
     if name != "softmax":
         raise KeyError(f"toy model {name!r} unknown; use 'softmax'")

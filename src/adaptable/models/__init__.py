@@ -27,7 +27,13 @@ from adaptable.models.supervised import (
     random_search,
 )
 from adaptable.models.tokens import FeatureTokenizer
-from adaptable.models.training import TrainingConfig, TrainingHistory, fit_module
+from adaptable.models.training import (
+    TrainingConfig,
+    TrainingHistory,
+    fit_module,
+    resolve_device,
+    torch_threads,
+)
 
 __all__ = [
     "BACKBONES",
@@ -55,5 +61,7 @@ __all__ = [
     "fit_module",
     "names",
     "random_search",
+    "resolve_device",
+    "torch_threads",
     "train",
 ]

@@ -27,8 +27,20 @@ from adaptable.models.ft_transformer import FTTransformer
 from adaptable.models.mlp import MLP
 from adaptable.models.resnet import ResNet
 from adaptable.models.source_model import TorchSourceModel
-from adaptable.models.supervised import SUPERVISED, SupervisedModel, random_search
-from adaptable.models.training import TrainingConfig, TrainingHistory, fit_module
+from adaptable.models.supervised import (
+    CATBOOST_MAX_ITERATIONS,
+    EARLY_STOPPING_ROUNDS,
+    SUPERVISED,
+    SupervisedModel,
+    random_search,
+)
+from adaptable.models.training import (
+    TrainingConfig,
+    TrainingHistory,
+    fit_module,
+    resolve_device,
+    torch_threads,
+)
 
 BACKBONES: dict[str, type[Backbone]] = {
     "mlp": MLP,
@@ -84,6 +96,9 @@ def train(
     metric: str = "log_loss",
     search_space: dict[str, list[Any]] | None = None,
     code_version: str | None = None,
+    device: str = "auto",
+    threads: int | None = None,
+    early_stopping: bool = True,
 ) -> SourceModel:
     """A trained source model for ``dataset``, from the cache when it holds one.
 
@@ -102,6 +117,15 @@ def train(
         training: deep-model training protocol (default: the authors').
         n_trials, metric, search_space: supervised search options.
         code_version: replaces the code version in the cache key (tests use it).
+        device: deep models train and run on ``"cuda"`` or ``"cpu"``; ``"auto"`` picks CUDA
+            where ``torch.cuda.is_available()``. A model trained on CUDA has its own cache
+            entry (its weights differ from the CPU ones by rounding). Supervised models ignore it.
+        threads: training threads. Deep models: torch's intra-op threads while training
+            (``None``: 1, so that the weights do not depend on the caller's setting; the
+            caller's setting is restored afterwards). XGBoost / CatBoost / RandomForest
+            (``None``: every available CPU; their models do not depend on it).
+        early_stopping: XGBoost and CatBoost searches stop on the validation loss
+            (:mod:`adaptable.models.supervised`); ``False`` runs the paper's plain search.
 
     Returns:
         A :class:`TorchSourceModel` or a fitted supervised model. Its ``cache_info`` attribute
@@ -114,11 +138,21 @@ def train(
     seed = int(seed)
     overrides = dict(overrides or {})
     deep = name in BACKBONES
+    target = resolve_device(device) if deep else None
     if deep:
         training = training or TrainingConfig()
         options: dict[str, Any] = {"overrides": overrides, "training": training.to_dict()}
+        if target is not None and target.type != "cpu":
+            options["device"] = target.type  # CPU entries keep the keys they always had
     else:
         options = {"n_trials": n_trials, "metric": metric, "space": search_space}
+        if name == "knn":
+            options["shared_neighbours"] = True  # the search procedure (supervised.py)
+        if early_stopping and name in EARLY_STOPPING_ROUNDS:
+            # Part of what a trial is, so part of the key (entries from the plain search miss).
+            options["early_stopping"] = {"rounds": EARLY_STOPPING_ROUNDS[name]}
+            if name == "catboost":
+                options["early_stopping"]["max_iterations"] = CATBOOST_MAX_ITERATIONS
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     key = cache_key(dataset, name, seed, options, code_version)
     directory = root / key
@@ -127,7 +161,7 @@ def train(
         meta = read_meta(directory)
         if meta is not None:
             try:
-                model = _load(meta, directory, dataset)
+                model = _load(meta, directory, dataset, target, threads)
             except Exception as err:  # noqa: BLE001
                 # A damaged entry is dropped and retrained rather than failing the sweep; the
                 # readers (safetensors, XGBoost, CatBoost, json) each raise their own error types.
@@ -142,10 +176,14 @@ def train(
     encoder = fit_encoder(dataset)
     start = time.perf_counter()
     if deep:
-        model, extra = _train_deep(name, dataset, encoder, seed, overrides, training, quiet)
+        assert target is not None
+        with torch_threads(threads or 1):
+            model, extra = _train_deep(
+                name, dataset, encoder, seed, overrides, training, quiet, target
+            )
     else:
         model, extra = _train_supervised(
-            name, dataset, encoder, seed, n_trials, metric, search_space
+            name, dataset, encoder, seed, n_trials, metric, search_space, threads, early_stopping
         )
     seconds = time.perf_counter() - start
     meta = {
@@ -163,7 +201,7 @@ def train(
         writer = EntryWriter(directory)
         try:
             if deep:
-                state = {k: v.contiguous() for k, v in model.module.state_dict().items()}
+                state = {k: v.cpu().contiguous() for k, v in model.module.state_dict().items()}
                 save_file(state, str(writer.directory / WEIGHTS_FILE))
             else:
                 meta["native"] = model.save_native(writer.directory)
@@ -183,9 +221,10 @@ def _train_deep(
     overrides: dict[str, Any],
     training: TrainingConfig,
     quiet: bool,
+    device: torch.device,
 ) -> tuple[TorchSourceModel, dict[str, Any]]:
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)  # the initialisation is part of what the seed fixes
+        torch.manual_seed(seed)  # the initialisation (on CPU, for every device) is seeded
         module = create(name, encoder, dataset.n_classes, **overrides)
     history = fit_module(
         module,
@@ -197,6 +236,7 @@ def _train_deep(
         config=training,
         quiet=quiet,
         description=f"{name} on {dataset.name} (seed {seed})",
+        device=device,
     )
     model = TorchSourceModel(module, encoder, dataset.n_classes, name=name, history=history)
     return model, {"config": module.config, "history": history.to_dict()}
@@ -210,6 +250,8 @@ def _train_supervised(
     n_trials: int,
     metric: str,
     space: dict[str, list[Any]] | None,
+    threads: int | None,
+    early_stopping: bool,
 ) -> tuple[SupervisedModel, dict[str, Any]]:
     model, trials = random_search(
         name,
@@ -223,21 +265,37 @@ def _train_supervised(
         n_classes=dataset.n_classes,
         space=space,
         encoder=encoder,
+        threads=threads,
+        early_stopping=early_stopping,
     )
     model.trials = trials
     return model, {"params": model.params, "trials": trials}
 
 
-def _load(meta: dict[str, Any], directory: Path, dataset: ShiftDataset) -> SourceModel:
+def _load(
+    meta: dict[str, Any],
+    directory: Path,
+    dataset: ShiftDataset,
+    device: torch.device | None,
+    threads: int | None,
+) -> SourceModel:
     encoder = Encoder.from_dict(meta["encoder"])
     n_classes = int(meta["n_classes"])
     if meta["kind"] == "torch":
         module = create(meta["name"], encoder, n_classes, **meta["config"])
         module.load_state_dict(load_file(str(directory / WEIGHTS_FILE)))
         history = TrainingHistory.from_dict(meta["history"])
-        return TorchSourceModel(module, encoder, n_classes, name=meta["name"], history=history)
+        return TorchSourceModel(
+            module, encoder, n_classes, name=meta["name"], history=history, device=device
+        )
     cls = SUPERVISED[meta["name"]]
-    model = cls(meta["params"], n_classes=n_classes, seed=int(meta["seed"]), encoder=encoder)
+    model = cls(
+        meta["params"],
+        n_classes=n_classes,
+        seed=int(meta["seed"]),
+        encoder=encoder,
+        threads=threads,
+    )
     if meta.get("native"):
         model.load_native(directory)
     else:

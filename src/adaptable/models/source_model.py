@@ -9,8 +9,8 @@ import pandas as pd
 import torch
 from torch import nn
 
-from adaptable.encoding import Encoder
-from adaptable.models.training import TrainingHistory, predict_logits
+from adaptable.encoding import EncodedBatch, Encoder
+from adaptable.models.training import TrainingHistory, predict_logits, resolve_device
 
 
 class TorchSourceModel:
@@ -25,6 +25,8 @@ class TorchSourceModel:
         n_classes: number of classes.
         name: registry name of the backbone (``"mlp"``, ...).
         history: training curves, when known.
+        device: where the module runs (``"auto"``, ``"cpu"``, ``"cuda"``); ``None`` keeps it
+            where its parameters are. Inputs are moved there and outputs come back as numpy.
 
     Example:
         >>> # model = adaptable.models.train("mlp", dataset, seed=0)
@@ -38,11 +40,14 @@ class TorchSourceModel:
         n_classes: int,
         name: str = "torch",
         history: TrainingHistory | None = None,
+        device: str | torch.device | None = None,
     ) -> None:
         if not isinstance(module, nn.Module):
             raise TypeError(f"module must be a torch.nn.Module; got {type(module)!r}")
         if not isinstance(encoder, Encoder):
             raise TypeError(f"encoder must be an adaptable.datasets.Encoder; got {type(encoder)!r}")
+        if device is not None:
+            module.to(resolve_device(device))
         self.module = module.eval()
         self.encoder = encoder
         self.n_classes = int(n_classes)
@@ -51,8 +56,19 @@ class TorchSourceModel:
         #: where the model lives in the cache, set by ``adaptable.models.train``
         self.cache_info: dict[str, Any] | None = None
 
+    @property
+    def device(self) -> torch.device:
+        """Where the module's parameters (and :meth:`prepare`'s output) live."""
+        parameter = next(self.module.parameters(), None)
+        return parameter.device if parameter is not None else torch.device("cpu")
+
+    def to(self, device: str | torch.device) -> TorchSourceModel:
+        """Move the module to ``device`` (``"auto"``, ``"cpu"``, ``"cuda"``); returns self."""
+        self.module.to(resolve_device(device))
+        return self
+
     def prepare(self, X: pd.DataFrame | np.ndarray | torch.Tensor) -> torch.Tensor:
-        """Encode raw rows into the module's input, float32 ``[N, width]``.
+        """Encode raw rows into the module's input, float32 ``[N, width]`` on :attr:`device`.
 
         A DataFrame (or an array in the training table's column order) goes through the
         encoder; a tensor is taken as already encoded and only its width is checked.
@@ -63,13 +79,23 @@ class TorchSourceModel:
                 raise ValueError(
                     f"An encoded tensor must have shape [N, {width}]; got {tuple(X.shape)}"
                 )
-            return X.to(torch.float32)
-        return torch.from_numpy(self.encoder.transform(X))
+            return X.to(device=self.device, dtype=torch.float32)
+        return torch.from_numpy(self.encoder.transform(X)).to(self.device)
 
     def predict_logits(self, X: pd.DataFrame | np.ndarray | torch.Tensor) -> np.ndarray:
         """Logits ``(n, C)`` as float32 numpy."""
         self.module.eval()
         return predict_logits(self.module, self.prepare(X))
+
+    def logits_from_encoded(self, encoded: EncodedBatch) -> np.ndarray:
+        """Logits of a batch already encoded by :attr:`encoder` (numbers + category codes).
+
+        AdapTable encodes each batch once and hands the result here, so the model does not
+        encode the same rows a second time (see ``AdapTable._shared_encoder``).
+        """
+        self.module.eval()
+        matrix = torch.from_numpy(self.encoder.transform_from(encoded)).to(self.device)
+        return predict_logits(self.module, matrix)
 
     def predict_proba(self, X: pd.DataFrame | np.ndarray | torch.Tensor) -> np.ndarray:
         """Softmax probabilities ``(n, C)``; rows sum to one."""
@@ -88,7 +114,7 @@ class TorchSourceModel:
         self.module.eval()
         x = self.prepare(X)
         parts = [self.module.features(x[s : s + 4096]) for s in range(0, len(x), 4096)]
-        return torch.cat(parts).numpy()
+        return torch.cat(parts).cpu().numpy()
 
     def __repr__(self) -> str:
         return f"TorchSourceModel({self.name!r}, {self.encoder!r}, n_classes={self.n_classes})"
