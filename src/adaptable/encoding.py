@@ -232,7 +232,7 @@ class Encoder:
             num = _numbers_or_none(values[:, numeric_pos])
         if num is None:
             num = _numeric_block(frame, self.numerical_)
-        numeric = ((num - self.mean_) / self.scale_).astype(np.float32, copy=False)
+        numeric = _standardised(num, self.mean_, self.scale_, self.numerical_)
         if values is not None:
             category_values = values[:, category_pos]
         else:
@@ -565,6 +565,23 @@ def _numeric_block(frame: pd.DataFrame, columns: Sequence[object]) -> np.ndarray
         raise ValueError(f"Numerical column(s) hold infinite values: {', '.join(map(str, bad))}.")
     # The authors fill numerical NaN with 0 before scaling (method.md, section 3).
     return np.nan_to_num(values, nan=0.0)
+
+
+def _standardised(
+    values: np.ndarray, mean: np.ndarray, scale: np.ndarray, columns: Sequence[object]
+) -> np.ndarray:
+    """``(values - mean) / scale`` as float32, refusing values that float32 cannot hold."""
+    with np.errstate(over="ignore"):
+        out = (values - mean) / scale
+    # float32 ends at about 3.4e38: larger numbers would silently become inf downstream.
+    too_large = ~(np.abs(out) <= np.finfo(np.float32).max)
+    if too_large.any():
+        bad = [columns[j] for j in np.flatnonzero(too_large.any(axis=0))]
+        raise ValueError(
+            "Numerical column(s) hold values too large to encode (beyond float32's range once "
+            f"standardised): {', '.join(map(str, bad))}."
+        )
+    return out.astype(np.float32, copy=False)
 
 
 def _object_block(frame: pd.DataFrame, columns: Sequence[object]) -> np.ndarray:
