@@ -103,7 +103,11 @@ class ExperimentSpec:
         """A short display name for the method and its options, e.g. ``adaptable[calibrator=none]``."""
         if not self.options:
             return self.method
-        inner = ",".join(f"{k}={v}" for k, v in self.option_dict.items())
+        # booleans as the CLI spells them, so that a label parses back to the same options
+        inner = ",".join(
+            f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+            for k, v in self.option_dict.items()
+        )
         return f"{self.method}[{inner}]"
 
     def to_dict(self) -> dict[str, Any]:
