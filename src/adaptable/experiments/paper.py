@@ -397,11 +397,6 @@ GENERALITY_METHODS: tuple[tuple[str, str, tuple[tuple[str, Any], ...]], ...] = (
     ("adaptable", "AdapTable (default)", ()),
     ("adaptable", "default w/o calibrator", ((CALIBRATOR_OPTION, "none"),)),
     ("oracle_prior", "Oracle prior", ()),
-    # the peers of issue 14 that work with any source model
-    ("ftat", "FTAT (label distribution)", (("ensemble", False),)),
-    ("fth", "FTH", ()),
-    ("ogd", "OGD", ()),
-    ("flh_ftl", "FLH-FTL", ()),
 )
 
 TABLES["generality"] = from_cases(
