@@ -89,7 +89,7 @@ from adaptable.core.decision import (
 )
 from adaptable.core.interface import SourceData, TestTimeMethod
 from adaptable.core.kernel import CompleteGraphKernel
-from adaptable.core.label_shift import LabelShiftTest, OnlinePriorEstimate
+from adaptable.core.label_shift import LabelShiftTest, OnlinePriorEstimate, prior_center
 from adaptable.core.model_adapter import OUTPUTS, as_logit_function
 from adaptable.core.parameters import (
     ColumnNames,
@@ -1387,7 +1387,10 @@ class AdapTable(TestTimeMethod):
             seed=seed,
         )
         self._prior_estimate = OnlinePriorEstimate(
-            self.source_prior_, strength=self.prior_strength, seed=seed
+            self.source_prior_,
+            strength=self.prior_strength,
+            seed=seed,
+            center=prior_center(self.objective),
         )
 
     def _fit_encoder(self, source: SourceData) -> Any:

@@ -15,10 +15,12 @@ label shift, and estimates p_t(y) online:
   (n r - mean_0) / sd_0. A large z says the shift is not (only) a label shift.
 - :class:`OnlinePriorEstimate` -- the maximum a posteriori EM estimate of p_t(y) (Saerens et
   al. 2002) over a bounded reservoir of the stream's calibrated posteriors, with
-  ``strength`` pseudo-rows at the uniform distribution, so that a short stream cannot swing
-  it to a corner of the simplex, and so that, until the stream says otherwise, the decision
-  leans towards the balanced rule (which is right for balanced accuracy whatever the target
-  prior) rather than towards the source prior the stream is suspected to have left.
+  ``strength`` pseudo-rows at a centre, so that a short stream cannot swing it to a corner of
+  the simplex. The centre is the prior under which the plug-in decision is the objective's
+  rule without evidence: the uniform distribution for macro-F1 and balanced accuracy (the
+  decision then leans towards the balanced rule, right for balanced accuracy whatever the
+  target prior), the source prior for accuracy (the decision then stays the model's argmax,
+  so a short stream cannot talk the adapter out of the unadapted model's accuracy).
 
 Both work on any model (they need the encoded features and the calibrated probabilities, not
 the model) and cost O(batch) per batch, plus O(reservoir) for EM while correction applies.
@@ -268,12 +270,25 @@ def _finite(arrays: dict[str, np.ndarray], key: str) -> np.ndarray:
     return value
 
 
+def prior_center(objective: str) -> str:
+    """Where the MAP prior of the target label distribution is centred for ``objective``.
+
+    Without evidence from the stream, the plug-in decision should be the objective's own rule:
+    for accuracy the model's argmax (prior p_s: q = p), for macro-F1 and balanced accuracy the
+    balanced rule (prior uniform: q proportional to p / p_s).
+
+    >>> prior_center("accuracy"), prior_center("macro_f1")
+    ('source', 'uniform')
+    """
+    return "source" if objective == "accuracy" else "uniform"
+
+
 class OnlinePriorEstimate:
     """MAP-EM estimate of the target label distribution from a stream of calibrated posteriors.
 
     The fixed point of EM for label shift (Saerens et al. 2002) maximises the likelihood of the
     stream under p_t(y|x) proportional to q(y|x) p_t(y) / p_s(y). A Dirichlet prior worth
-    ``strength`` rows at the uniform distribution keeps a short stream's estimate moderate. The
+    ``strength`` rows at ``center`` keeps a short stream's estimate moderate. The
     stream's posteriors are kept in a uniform reservoir of at most ``capacity`` rows (each
     reservoir row stands for n_seen / size stream rows), so memory and time per batch stay
     bounded however long the stream runs.
@@ -281,6 +296,8 @@ class OnlinePriorEstimate:
     Args:
         source_prior: p_s, (C,).
         strength: pseudo-rows of the prior (0: plain maximum likelihood).
+        center: ``"uniform"`` or ``"source"`` (p_s): the mean of the Dirichlet prior, and the
+            estimate before any row.
         capacity: reservoir rows.
         seed: seeds the reservoir's replacements (derived per batch, so no state to save).
 
@@ -291,12 +308,22 @@ class OnlinePriorEstimate:
         [0.8, 0.2]
         >>> OnlinePriorEstimate(np.array([0.8, 0.2]), strength=100).estimate().tolist()
         [0.5, 0.5]
+        >>> OnlinePriorEstimate(np.array([0.8, 0.2]), center="source").estimate().tolist()
+        [0.8, 0.2]
     """
 
     def __init__(
-        self, source_prior: np.ndarray, strength: float = 64.0, capacity: int = 4096, seed: int = 0
+        self,
+        source_prior: np.ndarray,
+        strength: float = 64.0,
+        capacity: int = 4096,
+        seed: int = 0,
+        center: str = "uniform",
     ) -> None:
+        if center not in ("uniform", "source"):
+            raise ValueError(f"center must be 'uniform' or 'source'; got {center!r}")
         self.source_prior = np.asarray(source_prior, dtype=np.float64)
+        self.center_name = center
         self.strength = float(strength)
         self.capacity = int(capacity)
         self.seed = int(seed)
@@ -304,7 +331,9 @@ class OnlinePriorEstimate:
 
     @property
     def center(self) -> np.ndarray:
-        """The mean of the Dirichlet prior: uniform over the classes."""
+        """The mean of the Dirichlet prior: uniform over the classes, or p_s."""
+        if self.center_name == "source":
+            return self.source_prior.copy()
         return np.full(len(self.source_prior), 1.0 / len(self.source_prior))
 
     def reset(self) -> None:

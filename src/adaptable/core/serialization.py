@@ -27,7 +27,7 @@ from adaptable.core.adaptable import (
     imbalance_temperature,
 )
 from adaptable.core.decision import RuleChoice
-from adaptable.core.label_shift import LabelShiftTest, OnlinePriorEstimate
+from adaptable.core.label_shift import LabelShiftTest, OnlinePriorEstimate, prior_center
 from adaptable.core.model_adapter import as_logit_function
 
 if TYPE_CHECKING:
@@ -324,7 +324,12 @@ class _Reader:
         except (ValueError, KeyError) as err:
             raise self.error("shift_test", str(err)) from err
         seed = self.field("seed", int)
-        estimate = OnlinePriorEstimate(prior, strength=params["prior_strength"], seed=seed)
+        estimate = OnlinePriorEstimate(
+            prior,
+            strength=params["prior_strength"],
+            seed=seed,
+            center=prior_center(params["objective"]),
+        )
         try:
             estimate.restore(self.prefixed("prior_estimate."))
         except (ValueError, KeyError) as err:
