@@ -1118,9 +1118,9 @@ class AdapTable(TestTimeMethod):
     Two presets; the model itself is never changed in either.
 
     - ``preset="default"`` (recommended): decides for ``objective``, and corrects for label shift
-      only where the stream supports it. Calibrates the model on held-out source rows
-      (temperature scaling); picks, on those rows, the decision rule that serves the objective
-      (the model's argmax, or the balanced rule argmax p(y|x) / p_s(y)); and, while the
+      only where the stream supports it. Picks, on held-out source rows, the decision rule
+      that serves the objective (the model's argmax, or the balanced rule
+      argmax p(y|x) / p_s(y)); and, while the
       stream's feature means are consistent with a pure label shift of the source (a
       moment-matching test, :class:`~adaptable.core.label_shift.LabelShiftTest`), estimates the
       target label distribution online (MAP-EM) and takes the decision that maximises the
