@@ -19,8 +19,8 @@ gives the child's resident memory just before ``fit`` (dataset and model loaded)
 
 The core table times ``adapt_logits(logits, X_batch)`` on logits computed in advance (the
 calibrator's own encoding of the batch included, the model call excluded) and, where the
-estimator exposes them (``_shift_input`` / ``_adapt``; internal, may change), the calibrator and
-label handler on shift-trend inputs prepared in advance.
+estimator exposes them (``encoder_`` / ``_adapt``; internal, may change), the shift trend, the
+calibrator and the label handler on batches encoded in advance (paper preset).
 
 Usage:
     python benchmarks/bench_adaptation.py --data-dir /path/to/data
@@ -156,13 +156,14 @@ def bench_dataset(
         prepared = "-"
         # the shift trend exists only where the graph calibrator runs (the paper preset)
         if getattr(method, "layout_", None) is not None and hasattr(method, "_adapt"):
-            trends = [method._shift_input(b) for b in batches]
+            # the batches encoded in advance: the core is the shift trend, g_phi and the handler
+            encoded = [method.encoder_.encode(b) for b in batches]
             logits64 = [np.asarray(z, dtype=np.float64) for z in logits]
 
-            def run_core(trends: list = trends, logits64: list = logits64) -> None:
+            def run_core(encoded: list = encoded, logits64: list = logits64) -> None:
                 method.reset()
-                for z, trend in zip(logits64, trends, strict=True):
-                    method._adapt(z, trend, None)
+                for z, batch in zip(logits64, encoded, strict=True):
+                    method._adapt(z, batch, None)
 
             c_med, c_min = timed(run_core, args.repeats)
             prepared = f"{us(c_med):.2f} / {us(c_min):.2f}"
