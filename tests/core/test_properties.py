@@ -28,7 +28,7 @@ HOSTILE_NUMBERS = [np.nan, np.inf, -np.inf, 1e300, -1e300, 1.7e308, 3.5e38, -3.5
 HOSTILE_CATEGORIES = [None, np.nan, "zz", "", 6, 6.0, True, "A"]
 
 PROPERTY = settings(
-    max_examples=30,
+    max_examples=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
