@@ -89,3 +89,17 @@ def test_adaptable_gives_the_same_outputs_with_and_without_shared_encoding(sourc
     assert [shared for shared, _ in outputs] == [True, False]
     for ours, theirs in zip(outputs[0][1], outputs[1][1], strict=True):
         np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("calibrator", ["none", "platt"])
+def test_paper_preset_without_the_graph_calibrator_runs_on_a_torch_model(source, task, calibrator):
+    """Regression: with no shift trend to compute the adapter holds no Encoder, so it must not
+    take the shared-encoding path (it raised AttributeError on 'encode')."""
+    from adaptable import AdapTable
+
+    method = AdapTable(preset="paper", calibrator=calibrator, random_state=0).fit(
+        source, task.train.X, task.train.y, task.valid.X, task.valid.y
+    )
+    proba = method.predict_proba(task.test.X.iloc[:20])
+    assert proba.shape == (20, task.n_classes)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)

@@ -1517,7 +1517,7 @@ class AdapTable(TestTimeMethod):
         self._check_batch(X_batch)
         # Encoded once, before the model sees the batch: a wrong table fails with the Encoder's
         # message rather than deep inside the model; a model sharing the Encoder reuses it.
-        if self._encoded_logits is not None:
+        if self._encoded_logits is not None and self._needs_features:
             encoded = self.encoder_.encode(X_batch)
             logits = self._check_logits(self._encoded_logits(encoded))
         else:
