@@ -1643,12 +1643,15 @@ class AdapTable(TestTimeMethod):
         """
         self.shift_test_.update(encoded.numeric, encoded.codes)
         self._prior_estimate.add(calibrated)
-        proba = softmax(logits)
-        # The stream's expected confusion of both rules, under the calibrated posteriors.
-        self._expected[0] += expected_confusion(calibrated, proba.argmax(axis=1))
-        self._expected[1] += expected_confusion(
-            calibrated, (proba / self.source_prior_).argmax(axis=1)
-        )
+        # Without a calibrator the calibrated probabilities are the model's softmax already.
+        proba = calibrated if self.calibrator_name_ == "none" else softmax(logits)
+        if self.rule_.beta > 0:
+            # The stream's expected confusion of both rules, under the calibrated posteriors;
+            # only read when the balanced rule is a candidate.
+            self._expected[0] += expected_confusion(calibrated, proba.argmax(axis=1))
+            self._expected[1] += expected_confusion(
+                calibrated, (proba / self.source_prior_).argmax(axis=1)
+            )
         if self.shift_test_.z_score() <= self.shift_test_threshold:
             target = self._prior_estimate.estimate()
             posteriors = self._prior_estimate.target_posteriors(calibrated)
@@ -1657,9 +1660,11 @@ class AdapTable(TestTimeMethod):
         else:
             target = self._prior_estimate.prior.copy()
             posteriors = proba
-            balanced = self.rule_.beta > 0 and score(self._expected[1], self.objective) >= score(
-                self._expected[0], self.objective
-            )
+            if self.rule_.beta > 0:
+                source_score, balanced_score = score(self._expected, self.objective)
+                balanced = bool(balanced_score >= source_score)
+            else:
+                balanced = False
             weights = 1.0 / self.source_prior_ if balanced else np.ones(self.n_classes_)
             self._last_rule = "balanced" if balanced else "source"
         proba = normalize(posteriors * weights)
