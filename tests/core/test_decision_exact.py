@@ -28,6 +28,7 @@ SKLEARN = {
 
 @pytest.mark.parametrize("objective", list(SKLEARN))
 @pytest.mark.parametrize("n_classes", [2, 3, 4])
+@pytest.mark.filterwarnings("ignore:y_pred contains classes not in y_true")
 def test_score_equals_scikit_learn_hard_and_stacked(objective, n_classes) -> None:
     rng = np.random.default_rng(n_classes)
     stack, expected = [], []
