@@ -94,3 +94,73 @@ def test_string_classes_keep_the_models_column_order(data) -> None:
     model = LogisticRegression().fit(X, labels)
     logits = as_logit_function(model)(X)
     np.testing.assert_allclose(softmax(logits), model.predict_proba(X), rtol=1e-6)
+
+
+class _Softmax(torch.nn.Module):
+    """A module that returns probabilities (and, like some, a tuple)."""
+
+    def __init__(self, tuple_out: bool = False) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3)
+        self.tuple_out = tuple_out
+
+    def forward(self, x):
+        proba = torch.softmax(self.linear(x), dim=1)
+        return (proba, x) if self.tuple_out else proba
+
+
+def test_torch_module_giving_probabilities_tuples_and_its_mode(data) -> None:
+    X, _ = data
+    torch.manual_seed(1)
+    net = _Softmax().train()
+    expected = net.eval()(torch.as_tensor(X)).detach().double().numpy()
+    net.train()
+    logits = as_logit_function(net, output="proba")(X)
+    np.testing.assert_allclose(logits, np.log(expected), rtol=1e-6)
+    assert net.training  # the caller's mode is given back
+    raw = as_logit_function(net, output="logits")(torch.as_tensor(X, dtype=torch.float64))
+    np.testing.assert_allclose(raw, expected, rtol=1e-6)  # taken as they are
+    assert raw.dtype == np.float64
+    tupled = _Softmax(tuple_out=True)
+    tupled.load_state_dict(net.state_dict())
+    np.testing.assert_allclose(as_logit_function(tupled)(X), expected, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"model \(torch module\) must give an \(n, C\)"):
+        as_logit_function(torch.nn.Linear(3, 1).eval())(X[:, :3])  # (n, 1): one class
+
+
+def test_output_proba_forces_predict_proba_over_predict_logits() -> None:
+    class Model:
+        def predict_logits(self, X):
+            raise AssertionError("predict_logits must not be called with output='proba'")
+
+        def predict_proba(self, X):
+            return np.tile([0.25, 0.75], (len(X), 1))
+
+    logits = as_logit_function(Model(), output="proba")(np.zeros((2, 1)))
+    np.testing.assert_allclose(logits, np.log([[0.25, 0.75]] * 2))
+
+
+def test_lightgbm_and_catboost_give_raw_margins(data) -> None:
+    X, y = data
+    lightgbm = pytest.importorskip("lightgbm")
+    model = lightgbm.LGBMClassifier(n_estimators=5, verbose=-1).fit(X, y)
+    logits = as_logit_function(model)(X)
+    np.testing.assert_allclose(logits[:, 1] - logits[:, 0], model.predict(X, raw_score=True))
+    np.testing.assert_allclose(softmax(logits), model.predict_proba(X), rtol=1e-6)
+    catboost = pytest.importorskip("catboost")
+    model = catboost.CatBoostClassifier(iterations=5, verbose=0, thread_count=1).fit(X, y)
+    logits = as_logit_function(model)(X)
+    raw = model.predict(X, prediction_type="RawFormulaVal")
+    np.testing.assert_allclose(logits[:, 1] - logits[:, 0], raw, rtol=1e-6)
+    np.testing.assert_allclose(softmax(logits), model.predict_proba(X), rtol=1e-6)
+
+
+def test_multiclass_xgboost_margins_are_per_class(data) -> None:
+    xgboost = pytest.importorskip("xgboost")
+    X, _ = data
+    y = np.digitize(X[:, 0], [-0.5, 0.5])
+    model = xgboost.XGBClassifier(n_estimators=5, max_depth=2, n_jobs=1).fit(X, y)
+    logits = as_logit_function(model)(X)
+    assert logits.shape == (80, 3)
+    np.testing.assert_allclose(logits, model.predict(X, output_margin=True), rtol=1e-6)
+    np.testing.assert_allclose(softmax(logits), model.predict_proba(X), rtol=1e-5)
