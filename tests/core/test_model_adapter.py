@@ -148,7 +148,9 @@ def test_lightgbm_and_catboost_give_raw_margins(data) -> None:
     np.testing.assert_allclose(logits[:, 1] - logits[:, 0], model.predict(X, raw_score=True))
     np.testing.assert_allclose(softmax(logits), model.predict_proba(X), rtol=1e-6)
     catboost = pytest.importorskip("catboost")
-    model = catboost.CatBoostClassifier(iterations=5, verbose=0, thread_count=1).fit(X, y)
+    model = catboost.CatBoostClassifier(
+        iterations=5, verbose=0, thread_count=1, allow_writing_files=False
+    ).fit(X, y)
     logits = as_logit_function(model)(X)
     raw = model.predict(X, prediction_type="RawFormulaVal")
     np.testing.assert_allclose(logits[:, 1] - logits[:, 0], raw, rtol=1e-6)
