@@ -37,27 +37,16 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
+from _timing import timed
 
 from adaptable import AdapTable, datasets, models
 
 BATCH_SIZES = (16, 64, 256, 1024, 8192)
-
-
-def timed(function: Callable[[], Any], repeats: int) -> tuple[float, float]:
-    """(median, min) wall seconds of ``function`` over ``repeats`` runs, after one warm-up."""
-    function()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)), float(np.min(times))
 
 
 def batches_of(X: pd.DataFrame, size: int, rows: int) -> list[pd.DataFrame]:

@@ -17,19 +17,9 @@ import os
 import time
 from collections.abc import Callable
 
-import numpy as np
+from _timing import timed
 
 from adaptable import datasets
-
-
-def timed(function: Callable[[], object], repeats: int) -> tuple[float, float]:
-    """(median, min) seconds over ``repeats`` runs (the machine is shared)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)), float(np.min(times))
 
 
 def main() -> None:

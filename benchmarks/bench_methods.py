@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
+from _timing import timed
 
 from adaptable import datasets, methods, models
 
@@ -45,17 +44,6 @@ def parse(text: str) -> tuple[str, dict[str, Any]]:
     from adaptable.cli import parse_method
 
     return parse_method(text)
-
-
-def passes(function: Callable[[], Any], repeats: int) -> tuple[float, float]:
-    """(min, median) seconds of ``function`` over ``repeats`` passes, after one warm-up."""
-    function()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return float(np.min(times)), float(np.median(times))
 
 
 def main() -> None:
@@ -89,7 +77,7 @@ def main() -> None:
             for batch in batches:
                 model.predict_proba(batch)
 
-        m_min, m_med = passes(run_model, args.repeats)
+        m_med, m_min = timed(run_model, args.repeats)
         print(
             f"| {name} | model.predict_proba | {per_row * m_min:.1f} | {per_row * m_med:.1f} "
             "| 1.00 | 1.00 |",
@@ -105,7 +93,7 @@ def main() -> None:
                 for batch in batches:
                     method.predict_proba(batch)
 
-            t_min, t_med = passes(run_method, args.repeats)
+            t_med, t_min = timed(run_method, args.repeats)
             print(
                 f"| {name} | {text} | {per_row * t_min:.1f} | {per_row * t_med:.1f} | "
                 f"{t_min / m_min:.2f} | {t_med / m_med:.2f} |",
