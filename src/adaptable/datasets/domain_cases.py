@@ -129,10 +129,7 @@ def _equals(column: str, *values: str) -> Mask:
 def _heloc_base() -> Base:
     from adaptable.datasets import heloc
 
-    return Base(
-        "heloc", "HELOC", heloc.prepare_heloc,
-        lambda d: heloc.find_file(d, heloc.TASK, heloc.FILES, heloc.OBTAIN), heloc.OBTAIN,
-    )  # fmt: skip
+    return Base("heloc", "HELOC", heloc.prepare_heloc, heloc.locate, heloc.OBTAIN)
 
 
 def _readmission_base() -> Base:

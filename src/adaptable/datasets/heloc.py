@@ -41,6 +41,11 @@ NUMERICAL = [
 CATEGORICAL = ["MaxDelq2PublicRecLast12M", "MaxDelqEver"]
 
 
+def locate(data_dir: Path) -> Path:
+    """The raw file (raises DataFileError when absent)."""
+    return find_file(data_dir, TASK, FILES, OBTAIN)
+
+
 def load_heloc(data_dir: Path) -> ShiftDataset:
     """HELOC as AdapTable uses it: in-domain ExternalRiskEstimate <= 63, test > 63.
 
@@ -56,7 +61,7 @@ def load_heloc(data_dir: Path) -> ShiftDataset:
 
 def prepare_heloc(data_dir: Path) -> PreparedTable:
     """HELOC's whole table before the domain split (see :func:`load_heloc`)."""
-    path = find_file(data_dir, TASK, FILES, OBTAIN)
+    path = locate(data_dir)
     raw = read_csv_checked(path, TASK)
     require_columns(raw, [TARGET, SPLIT_COLUMN, *NUMERICAL, *CATEGORICAL], TASK, path)
     check_row_count(raw, RAW_ROWS, TASK, path)

@@ -29,10 +29,7 @@ class TaskInfo:
 def _heloc() -> TaskInfo:
     from adaptable.datasets import heloc
 
-    return TaskInfo(
-        "heloc", "HELOC", heloc.load_heloc,
-        lambda d: heloc.find_file(d, heloc.TASK, heloc.FILES, heloc.OBTAIN), heloc.OBTAIN,
-    )  # fmt: skip
+    return TaskInfo("heloc", "HELOC", heloc.load_heloc, heloc.locate, heloc.OBTAIN)
 
 
 def _readmission() -> TaskInfo:
