@@ -1517,11 +1517,10 @@ class AdapTable(TestTimeMethod):
         self._check_batch(X_batch)
         # Encoded once, before the model sees the batch: a wrong table fails with the Encoder's
         # message rather than deep inside the model; a model sharing the Encoder reuses it.
-        if self._encoded_logits is not None and self._needs_features:
-            encoded = self.encoder_.encode(X_batch)
+        encoded = self._encode(X_batch)
+        if encoded is not None and self._encoded_logits is not None:
             logits = self._check_logits(self._encoded_logits(encoded))
         else:
-            encoded = self._encode(X_batch)
             logits = self._check_logits(self._logit_function(X_batch))
         return self._adapt(logits, encoded, oracle_labels)
 
