@@ -23,3 +23,34 @@ def timed(function: Callable[[], Any], repeats: int) -> tuple[float, float]:
         function()
         times.append(time.perf_counter() - start)
     return float(np.median(times)), float(np.min(times))
+
+
+def timed_pair(
+    baseline: Callable[[], Any], candidate: Callable[[], Any], repeats: int
+) -> dict[str, float]:
+    """Time two functions in alternation and compare each candidate run with the baseline run
+    beside it.
+
+    A ratio of two medians taken minutes apart mixes in whatever else the machine did in
+    between; alternating the two (baseline, candidate, baseline, ...) exposes both to the same
+    disturbances, and the median of the per-pair ratios is what one run of each costs relative
+    to the other. Returns the median and minimum seconds of each, and the medians of the
+    per-pair ratio (candidate / baseline) and difference (candidate - baseline, seconds).
+    """
+    baseline()
+    candidate()
+    base, cand = [], []
+    for _ in range(repeats):
+        for function, times in ((baseline, base), (candidate, cand)):
+            start = time.perf_counter()
+            function()
+            times.append(time.perf_counter() - start)
+    b, c = np.array(base), np.array(cand)
+    return {
+        "baseline_median": float(np.median(b)),
+        "baseline_min": float(b.min()),
+        "candidate_median": float(np.median(c)),
+        "candidate_min": float(c.min()),
+        "ratio": float(np.median(c / b)),
+        "difference": float(np.median(c - b)),
+    }

@@ -60,6 +60,17 @@ def test_expected_confusion_by_hand_with_a_class_never_predicted() -> None:
     np.testing.assert_allclose(expected_confusion(q, pred), expected)
 
 
+def test_expected_confusion_of_a_stack_of_rules_is_one_matrix_per_rule() -> None:
+    q = np.array([[0.8, 0.1, 0.1], [0.6, 0.3, 0.1], [0.2, 0.7, 0.1]])
+    rules = np.array([[0, 0, 1], [2, 1, 1]])
+    stacked = expected_confusion(q, rules)
+    assert stacked.shape == (2, 3, 3)
+    np.testing.assert_allclose(stacked[0], expected_confusion(q, rules[0]))
+    # Rule 2: row 0 predicted 2, rows 1 and 2 predicted 1.
+    by_hand = np.array([[0.0, 0.8, 0.8], [0.0, 1.0, 0.1], [0.0, 0.2, 0.1]])
+    np.testing.assert_allclose(stacked[1], by_hand)
+
+
 def test_prior_adjusted_by_hand() -> None:
     p = np.array([[0.6, 0.4], [0.9, 0.1]])
     prior = np.array([0.8, 0.2])
@@ -119,3 +130,19 @@ def test_choose_rule_records_both_scores_and_the_evidence() -> None:
     assert accuracy.balanced_score == pytest.approx(accuracy_score(y, balanced))
     flipped = choose_rule(proba[:, ::-1], 1 - y, prior[::-1], "macro_f1")  # relabelled classes
     assert flipped.source_score == pytest.approx(choice.source_score)
+
+
+@pytest.mark.parametrize("objective", ["macro_f1", "balanced_accuracy", "accuracy"])
+def test_two_binary_rules_scored_in_scalars_match_the_array_path_exactly(objective) -> None:
+    # score() of a (2, 2, 2) stack (two rules, binary) takes a scalar shortcut; a stack of
+    # three takes the array path. Both must agree to the last bit, empty classes included.
+    rng = np.random.default_rng(0)
+    for i in range(500):
+        pair = rng.random((2, 2, 2)) * rng.integers(0, 3, (2, 2, 2))
+        if i % 7 == 0:
+            pair[0, 0, :] = pair[0, :, 0] = 0.0  # class 0 absent from truth and predictions
+        if i % 11 == 0:
+            pair[1] = 0.0
+        shortcut = score(pair, objective)
+        array_path = score(np.concatenate([pair, pair[:1]]), objective)[:2]
+        np.testing.assert_array_equal(shortcut, array_path)

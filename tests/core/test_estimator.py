@@ -253,6 +253,19 @@ def test_nan_and_inf_batches(synthetic, encoded, torch_mlp) -> None:
         method.predict_proba(batch)
     with pytest.raises(ValueError, match="NaN or inf"):
         method.adapt_logits(np.full((8, 2), np.nan), encoded["test"][:8])
+    one_inf = np.zeros((8, 2))
+    one_inf[3, 1] = -np.inf
+    with pytest.raises(ValueError, match="NaN or inf"):
+        method.adapt_logits(one_inf, encoded["test"][:8])
+
+
+def test_huge_finite_logits_are_not_mistaken_for_inf(synthetic, fitted_raw) -> None:
+    # Their sum overflows to inf: the fast finiteness test alone would refuse them.
+    logits = np.full((4, 2), 1e308)
+    logits[:, 1] = 0.0
+    proba = fitted_raw.adapt_logits(logits, synthetic.test.X.iloc[:4])
+    assert np.all(np.isfinite(proba))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
 
 
 def test_logit_shape_mismatch_and_unfitted(synthetic, fitted_raw) -> None:

@@ -605,7 +605,8 @@ class Rows:
         mask[:n] = True
 
         def take(values: torch.Tensor) -> torch.Tensor:
-            return values[rows].reshape(n_graphs, width, *values.shape[1:])
+            # index_select: the same gather as values[rows], about half the time on CPU
+            return torch.index_select(values, 0, rows).reshape(n_graphs, width, *values.shape[1:])
 
         return Graphs(
             take(self.numeric),
@@ -1437,6 +1438,15 @@ class AdapTable(TestTimeMethod):
             self._prior_estimate.reset()
             #: expected (true, predicted) counts of argmax [0] and the balanced rule [1]
             self._expected = np.zeros((2, self.n_classes_, self.n_classes_))
+            self._set_rule_weights()
+
+    def _set_rule_weights(self) -> None:
+        """The class weights of argmax and of the balanced rule, (2, 1, C), so that both rules
+        predict a batch in one product (the balanced rule's are the weights its decision uses,
+        1 / p_s); set wherever p_s is (fit, load)."""
+        self._rule_weights = np.stack([np.ones(self.n_classes_), 1.0 / self.source_prior_])[
+            :, None, :
+        ]
 
     def _fit_graph_calibrator(
         self, source: SourceData, logits: np.ndarray, logits_valid: np.ndarray | None
@@ -1582,7 +1592,9 @@ class AdapTable(TestTimeMethod):
             )
         if len(logits) == 0:
             raise ValueError("adaptable: Empty batch: the logits have no rows.")
-        if not np.all(np.isfinite(logits)):
+        # A finite sum means every value is finite (NaN and inf propagate); only a non-finite
+        # sum, which huge finite values can also give, needs the check value by value.
+        if not np.isfinite(logits.sum()) and not np.all(np.isfinite(logits)):
             raise ValueError("The logits hold NaN or inf values.")
         return logits
 
@@ -1647,10 +1659,9 @@ class AdapTable(TestTimeMethod):
         if self.rule_.beta > 0:
             # The stream's expected confusion of both rules, under the calibrated posteriors;
             # only read when the balanced rule is a candidate.
-            self._expected[0] += expected_confusion(calibrated, proba.argmax(axis=1))
-            self._expected[1] += expected_confusion(
-                calibrated, (proba / self.source_prior_).argmax(axis=1)
-            )
+            # (2, n) predictions of argmax (weights 1) and the balanced rule (weights 1 / p_s).
+            rules = (proba * self._rule_weights).argmax(axis=-1)
+            self._expected += expected_confusion(calibrated, rules)
         if self.shift_test_.z_score() <= self.shift_test_threshold:
             target = self._prior_estimate.estimate()
             posteriors = self._prior_estimate.target_posteriors(calibrated)
@@ -1768,6 +1779,8 @@ class AdapTable(TestTimeMethod):
         self.encoder_, self.layout_, self.source_statistics_ = encoder, layout, statistics
         self.rule_, self.shift_test_, self._prior_estimate = rule, shift_test, prior_estimate
         self._expected = expected
+        if expected is not None:
+            self._set_rule_weights()
         self.post_training_ = None
         self._last = None
         self._last_rule = None

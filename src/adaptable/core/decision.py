@@ -44,11 +44,14 @@ def confusion(y: np.ndarray, pred: np.ndarray, n_classes: int) -> np.ndarray:
 
 def expected_confusion(posteriors: np.ndarray, pred: np.ndarray) -> np.ndarray:
     """Expected (true, predicted) counts if ``posteriors`` (n, C) were the true class
-    probabilities of the rows: column k sums the posteriors of the rows predicted k."""
-    n_classes = posteriors.shape[1]
-    return np.stack(
-        [np.bincount(pred, weights=posteriors[:, j], minlength=n_classes) for j in range(n_classes)]
-    )
+    probabilities of the rows: column k sums the posteriors of the rows predicted k.
+
+    ``pred`` (n,) gives one (C, C) matrix; a stack of predictions (R, n) gives (R, C, C), one
+    matrix per rule, in a single matrix product.
+    """
+    posteriors = np.asarray(posteriors, dtype=np.float64)
+    chosen = np.asarray(pred)[..., None] == np.arange(posteriors.shape[1])
+    return posteriors.T @ chosen.astype(np.float64)
 
 
 def score(matrix: np.ndarray, objective: str) -> float | np.ndarray:
@@ -57,10 +60,13 @@ def score(matrix: np.ndarray, objective: str) -> float | np.ndarray:
     Classes absent from both the truth and the predictions are left out of macro-F1 and
     balanced accuracy (scikit-learn's convention for labels that never occur).
     """
+    # Few numpy calls: the adapter scores its two rules on every batch.
     matrix = np.asarray(matrix, dtype=np.float64)
-    tp = np.diagonal(matrix, axis1=-2, axis2=-1)
+    n_classes = matrix.shape[-1]
+    if matrix.shape == (2, 2, 2) and objective in OBJECTIVES:
+        return np.array([_binary_score(*pair, objective) for pair in matrix.tolist()])
+    tp = matrix.reshape(*matrix.shape[:-2], n_classes * n_classes)[..., :: n_classes + 1]
     actual = matrix.sum(axis=-1)
-    predicted = matrix.sum(axis=-2)
     if objective == "accuracy":
         return tp.sum(axis=-1) / np.maximum(actual.sum(axis=-1), 1e-12)
     if objective == "balanced_accuracy":
@@ -68,10 +74,33 @@ def score(matrix: np.ndarray, objective: str) -> float | np.ndarray:
         recall = np.where(present, tp / np.maximum(actual, 1e-12), 0.0)
         return recall.sum(axis=-1) / np.maximum(present.sum(axis=-1), 1)
     if objective == "macro_f1":
-        present = (actual + predicted) > 0
-        f1 = np.where(present, 2 * tp / np.maximum(actual + predicted, 1e-12), 0.0)
+        total = actual + matrix.sum(axis=-2)
+        present = total > 0
+        # tp <= total, so a class with total 0 has tp 0: dividing by 1 there gives its 0.
+        f1 = 2 * tp / np.where(present, total, 1.0)
         return f1.sum(axis=-1) / np.maximum(present.sum(axis=-1), 1)
     raise ValueError(f"objective must be one of {OBJECTIVES}; got {objective!r}.")
+
+
+def _binary_score(actual_0: list[float], actual_1: list[float], objective: str) -> float:
+    """:func:`score` of one 2 x 2 confusion matrix (rows: true class 0, 1), in scalars.
+
+    The same arithmetic as the array version, written out because numpy's per-call cost on
+    2 x 2 arrays is most of the price of scoring two rules on every batch.
+    """
+    (tn, fp), (fn, tp) = actual_0, actual_1
+    if objective == "accuracy":
+        return (tn + tp) / max((tn + fp) + (fn + tp), 1e-12)
+    if objective == "balanced_accuracy":
+        recalls = [tn / max(tn + fp, 1e-12), tp / max(fn + tp, 1e-12)]
+        present = [tn + fp > 0, fn + tp > 0]
+        return sum(r for r, p in zip(recalls, present, strict=True) if p) / max(sum(present), 1)
+    totals = [(tn + fp) + (tn + fn), (fn + tp) + (fp + tp)]
+    f1 = [
+        2 * tn / totals[0] if totals[0] > 0 else 0.0,
+        2 * tp / totals[1] if totals[1] > 0 else 0.0,
+    ]
+    return (f1[0] + f1[1]) / max((totals[0] > 0) + (totals[1] > 0), 1)
 
 
 def prior_adjusted(proba: np.ndarray, prior: np.ndarray, beta: float = 1.0) -> np.ndarray:

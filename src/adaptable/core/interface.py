@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_consistent_length, column_or_1d
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
-from sklearn.utils.validation import check_is_fitted
 
 
 @dataclass(frozen=True)
@@ -137,12 +137,15 @@ class TestTimeMethod(BaseEstimator, ABC):
 
     # ----------------------------------------------------------------- for subclasses
     def _check_fitted(self) -> None:
-        """Raise ``NotFittedError`` before the first fit."""
-        check_is_fitted(
-            self,
-            "classes_",
-            msg=f"This {self.name!r} method is not fitted yet; call fit(model, X, y) first.",
-        )
+        """Raise ``NotFittedError`` before the first fit.
+
+        The same test as scikit-learn's ``check_is_fitted(self, "classes_")``, without its
+        generic machinery: this runs on every batch, where that costs about 20 us.
+        """
+        if "classes_" not in self.__dict__:
+            raise NotFittedError(
+                f"This {self.name!r} method is not fitted yet; call fit(model, X, y) first."
+            )
 
     def _check_batch(self, X_batch: Any) -> int:
         """Reject a missing, empty or non-2-D batch with a message naming the method; return n."""

@@ -59,10 +59,11 @@ def feature_sums(numeric: np.ndarray, codes: np.ndarray, offsets: np.ndarray, wi
         offsets: first one-hot column of each categorical feature, (D_cat,).
         width: D_num + total number of categories.
     """
-    numeric = np.asarray(numeric, dtype=np.float64)
+    numeric = np.asarray(numeric)
     out = np.zeros(width)
     n_numeric = numeric.shape[1]
-    out[:n_numeric] = numeric.sum(axis=0)
+    # summed in float64 whatever the input's dtype, without a float64 copy of the batch
+    out[:n_numeric] = numeric.sum(axis=0, dtype=np.float64)
     if codes.shape[1]:
         seen = codes >= 0
         columns = (codes + offsets[None, :])[seen]
@@ -241,12 +242,16 @@ def _simplex_least_squares(gram: np.ndarray, linear: np.ndarray, constant: float
     n_classes = len(linear)
     if n_classes == 2:
         # The simplex is the segment pi = (1 - t, t): a quadratic in t, minimised and clipped.
-        direction = np.array([-1.0, 1.0])
-        curvature = float(direction @ gram @ direction)
-        slope = float(linear @ direction - direction @ gram[:, 0])
+        # Written out in scalars: this runs once per batch, and numpy's per-call cost on 2 x 2
+        # arrays is most of its price.
+        (g00, g01), (_, g11) = gram.tolist()
+        l0, l1 = linear.tolist()
+        curvature = g00 - 2.0 * g01 + g11
+        slope = (l1 - l0) - (g01 - g00)
         t = min(max(slope / curvature, 0.0), 1.0) if curvature > 0 else 0.0
-        pi = np.array([1.0 - t, t])
-        return pi, max(float(pi @ gram @ pi - 2.0 * linear @ pi + constant), 0.0)
+        u = 1.0 - t
+        value = u * u * g00 + 2.0 * u * t * g01 + t * t * g11 - 2.0 * (l0 * u + l1 * t) + constant
+        return np.array([u, t]), max(value, 0.0)
     # G = L L^T; the objective is ||L^T pi - L^{-1} l||^2 + const, an NNLS problem once a heavily
     # weighted row asks sum(pi) = 1.
     scale = max(float(np.trace(gram)) / n_classes, 1e-12)

@@ -23,8 +23,11 @@ def softmax(logits: np.ndarray, temperature: np.ndarray | float = 1.0) -> np.nda
         logits: shape (n, C).
         temperature: a scalar or a per-row array of shape (n,), all > 0.
     """
-    t = np.asarray(temperature, dtype=np.float64)
-    scaled = np.asarray(logits, dtype=np.float64) / (t[:, None] if t.ndim == 1 else t)
+    scaled = np.asarray(logits, dtype=np.float64)
+    if not (isinstance(temperature, float | int) and temperature == 1):
+        # (dividing by exactly 1 changes nothing: skipped, it runs on every batch)
+        t = np.asarray(temperature, dtype=np.float64)
+        scaled = scaled / (t[:, None] if t.ndim == 1 else t)
     scaled = scaled - scaled.max(axis=1, keepdims=True)
     np.exp(scaled, out=scaled)
     scaled /= scaled.sum(axis=1, keepdims=True)

@@ -12,6 +12,10 @@ from torch import nn
 from adaptable.encoding import EncodedBatch, Encoder
 from adaptable.models.training import TrainingHistory, predict_logits, resolve_device
 
+#: rows of dense module input built at a time by ``logits_from_encoded`` (and the chunk of the
+#: forward pass, as ``predict_logits`` in ``training``)
+CHUNK_ROWS = 4096
+
 
 class TorchSourceModel:
     """A trained torch source model and the Encoder it was trained with.
@@ -84,18 +88,30 @@ class TorchSourceModel:
 
     def predict_logits(self, X: pd.DataFrame | np.ndarray | torch.Tensor) -> np.ndarray:
         """Logits ``(n, C)`` as float32 numpy."""
-        self.module.eval()
-        return predict_logits(self.module, self.prepare(X))
+        if isinstance(X, torch.Tensor):
+            self.module.eval()
+            return predict_logits(self.module, self.prepare(X))
+        return self.logits_from_encoded(self.encoder.encode(X))
 
     def logits_from_encoded(self, encoded: EncodedBatch) -> np.ndarray:
         """Logits of a batch already encoded by :attr:`encoder` (numbers + category codes).
 
         AdapTable encodes each batch once and hands the result here, so the model does not
-        encode the same rows a second time (see ``AdapTable._shared_encoder``).
+        encode the same rows a second time (see ``AdapTable._shared_encoder``). The dense
+        module input is built ``CHUNK_ROWS`` rows at a time: on a wide one-hot (2,097 columns
+        on Hospital Readmission) the whole matrix of a source split is hundreds of MB that
+        nothing needs at once; the logits are the same.
         """
         self.module.eval()
-        matrix = torch.from_numpy(self.encoder.transform_from(encoded)).to(self.device)
-        return predict_logits(self.module, matrix)
+        parts = []
+        for start in range(0, max(len(encoded), 1), CHUNK_ROWS):
+            piece = EncodedBatch(
+                encoded.numeric[start : start + CHUNK_ROWS],
+                encoded.codes[start : start + CHUNK_ROWS],
+            )
+            matrix = torch.from_numpy(self.encoder.transform_from(piece)).to(self.device)
+            parts.append(predict_logits(self.module, matrix, batch_size=CHUNK_ROWS))
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def predict_proba(self, X: pd.DataFrame | np.ndarray | torch.Tensor) -> np.ndarray:
         """Softmax probabilities ``(n, C)``; rows sum to one."""
