@@ -83,8 +83,13 @@ def save(method: AdapTable, path: str | os.PathLike[str]) -> None:
         arrays["category_mean"] = method.source_statistics_.category_mean
         meta["encoder"] = method.encoder_.to_dict()
         meta["layout"] = method.layout_.to_dict()
-    # safetensors refuses empty or non-contiguous arrays
-    tensors = {k: np.ascontiguousarray(v) for k, v in arrays.items() if np.asarray(v).size}
+    # safetensors refuses empty or non-contiguous arrays; the empty ones (a reservoir before the
+    # first batch, the category offsets of a table without categories) are named with their
+    # shapes in the metadata, and load puts them back.
+    empty = {k: list(np.shape(v)) for k, v in arrays.items() if not np.asarray(v).size}
+    if empty:
+        meta["empty_arrays"] = empty
+    tensors = {k: np.ascontiguousarray(v) for k, v in arrays.items() if k not in empty}
     save_file(tensors, os.fspath(path), metadata={_METADATA_KEY: json.dumps(meta)})
 
 
@@ -194,6 +199,22 @@ class _Reader:
             raise ValueError(
                 f"{path!r}: unknown AdapTable file format {found!r}; expected {FORMAT!r}."
             )
+        self._restore_empty_arrays()
+
+    def _restore_empty_arrays(self) -> None:
+        """The zero-size arrays that :func:`save` could not write as tensors."""
+        empty = self.meta.get("empty_arrays", {})
+        if not isinstance(empty, dict):
+            raise self.error("empty_arrays", "must map array names to shapes")
+        for key, shape in empty.items():
+            valid = (
+                isinstance(shape, list)
+                and all(isinstance(n, int) and n >= 0 for n in shape)
+                and 0 in shape
+            )
+            if not valid or key in self.arrays:
+                raise self.error("empty_arrays", f"holds a bad entry {key!r}: {shape!r}")
+            self.arrays[key] = np.zeros(shape)
 
     def error(self, field: str, problem: str) -> ValueError:
         return ValueError(
