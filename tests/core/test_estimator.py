@@ -253,17 +253,21 @@ def test_nan_and_inf_batches(synthetic, encoded, torch_mlp) -> None:
         method.predict_proba(batch)
     with pytest.raises(ValueError, match="NaN or inf"):
         method.adapt_logits(np.full((8, 2), np.nan), encoded["test"][:8])
-    one_inf = np.zeros((8, 2))
-    one_inf[3, 1] = -np.inf
-    with pytest.raises(ValueError, match="NaN or inf"):
-        method.adapt_logits(one_inf, encoded["test"][:8])
+    for bad in (-np.inf, np.inf, np.nan):
+        one_bad = np.zeros((8, 2))
+        one_bad[3, 1] = bad
+        with pytest.raises(ValueError, match="NaN or inf"):
+            method.adapt_logits(one_bad, encoded["test"][:8])
 
 
-def test_huge_finite_logits_are_not_mistaken_for_inf(synthetic, fitted_raw) -> None:
-    # Their sum overflows to inf: the fast finiteness test alone would refuse them.
+def test_huge_finite_logits_are_not_mistaken_for_inf(synthetic, lr_pipeline) -> None:
+    # Their sum overflows to inf: a finiteness test by summing would refuse them.
+    method = AdapTable(random_state=0).fit(
+        lr_pipeline, synthetic.train.X, synthetic.train.y, synthetic.valid.X, synthetic.valid.y
+    )
     logits = np.full((4, 2), 1e308)
     logits[:, 1] = 0.0
-    proba = fitted_raw.adapt_logits(logits, synthetic.test.X.iloc[:4])
+    proba = method.adapt_logits(logits, synthetic.test.X.iloc[:4])
     assert np.all(np.isfinite(proba))
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
 
