@@ -16,6 +16,8 @@ Usage (mutmut is not a dependency of the package: ``pip install mutmut==3.8.1`` 
     python tools/mutation.py --group core -j 2      # just adaptable/core, two children
     python tools/mutation.py --files src/adaptable/core/decision.py
     python tools/mutation.py --report               # print the scores of the last run again
+    python tools/mutation.py --files src/adaptable/core/adaptable.py --sample 150 -j 2
+                                                    # a random sample: score and 95 % interval
 
 Prints the mutants per module (killed, survived, timeout, no tests) and the score, and writes
 every surviving mutant's diff to ``<workdir>/survivors.txt``. ``docs/mutation.md`` holds the
@@ -27,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -87,6 +91,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--debug", action="store_true", help="mutmut shows every test run")
     parser.add_argument("--names", nargs="+", help="run only these mutants")
     parser.add_argument("--mutmut", default=None, help="the mutmut executable")
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        help="run a uniform random sample of this many of the files' mutants (an estimate of "
+        "the score, printed with its 95%% interval, where all of them would take hours)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seeds --sample")
     args = parser.parse_args(argv)
 
     patterns = args.files or [
@@ -105,6 +117,13 @@ def main(argv: list[str] | None = None) -> int:
         code = run_mutmut(workdir, args.max_children, args.mutmut, survivors, args.time_limit)
         if code != 0:
             print(f"mutmut exited with {code}", file=sys.stderr)
+    elif args.sample:
+        prepare(workdir, patterns, not args.keep, args.pytest_args, args.isolation, args.debug)
+        names = sample_mutants(workdir, args.max_children, args.mutmut, args.sample, args.seed)
+        print(f"Running a sample of {len(names)} mutants (seed {args.seed}).")
+        code = run_mutmut(workdir, args.max_children, args.mutmut, names, args.time_limit)
+        if code != 0:
+            print(f"mutmut exited with {code}", file=sys.stderr)
     elif not args.report:
         fresh = not (args.keep or args.names)
         prepare(workdir, patterns, fresh, args.pytest_args, args.isolation, args.debug)
@@ -115,9 +134,52 @@ def main(argv: list[str] | None = None) -> int:
     if not results:
         print(f"No mutmut results under {workdir / 'mutants'}.", file=sys.stderr)
         return 1
+    if args.sample:
+        # Only the sampled mutants were run; the others stay "not checked".
+        results = {
+            module: {k: v for k, v in statuses.items() if v != "not checked"}
+            for module, statuses in results.items()
+        }
+        results = {module: statuses for module, statuses in results.items() if statuses}
     print_scores(results)
+    if args.sample:
+        print_interval(results)
     write_survivors(workdir, results, args.mutmut)
     return 0
+
+
+def sample_mutants(
+    workdir: Path, max_children: int, executable: str | None, size: int, seed: int
+) -> list[str]:
+    """Names of ``size`` mutants drawn uniformly (without replacement) from all of them.
+
+    mutmut names its mutants only once it has generated them: a first ``mutmut run`` with a
+    filter that matches nothing generates them (and measures which tests reach which function)
+    and stops; their names are then read from its metadata.
+    """
+    run_mutmut(workdir, max_children, executable, ["no-such-mutant-only-generate"], None)
+    names = sorted(
+        k for statuses in read_results(workdir, all_keys=True).values() for k in statuses
+    )
+    if not names:
+        raise SystemExit(f"mutmut generated no mutants under {workdir / 'mutants'}")
+    return sorted(random.Random(seed).sample(names, min(size, len(names))))
+
+
+def print_interval(results: dict[str, dict[str, str]]) -> None:
+    """The 95 % Wilson interval of the sampled score (the share of all mutants caught)."""
+    statuses = [s for per_module in results.values() for s in per_module.values()]
+    n = len(statuses)
+    if not n:
+        return
+    p = sum(s in CAUGHT for s in statuses) / n
+    z = 1.96
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    print(
+        f"sample of {n}: score {100 * p:.1f} %, 95 % interval {100 * (centre - half):.1f} to "
+        f"{100 * (centre + half):.1f} %"
+    )
 
 
 def prepare(
@@ -215,14 +277,15 @@ def mutmut_command(executable: str | None) -> list[str]:
     return [sys.executable, "-c", "import sys; from mutmut.__main__ import cli; sys.exit(cli())"]
 
 
-def read_results(workdir: Path) -> dict[str, dict[str, str]]:
-    """Per source file (relative to src/), each mutant's status."""
+def read_results(workdir: Path, all_keys: bool = False) -> dict[str, dict[str, str]]:
+    """Per source file (relative to src/), each mutant's status; only files with a mutant run,
+    unless ``all_keys`` (then every generated mutant, run or not)."""
     root = workdir / "mutants" / "src"
     out: dict[str, dict[str, str]] = {}
     for meta in sorted(root.rglob("*.py.meta")):
         data = json.loads(meta.read_text())
         codes = data.get("exit_code_by_key", {})
-        if codes:
+        if codes and (all_keys or any(v is not None for v in codes.values())):
             module = str(meta.relative_to(root)).removesuffix(".meta")
             out[module] = {k: STATUS.get(v, "suspicious") for k, v in codes.items()}
     return out
