@@ -250,17 +250,20 @@ def test_a_table_without_categories_saves_and_loads_before_and_after_batches(
         for batch in batches[:2]:
             np.testing.assert_array_equal(loaded.predict_proba(batch), method.predict_proba(batch))
     with safe_open(str(tmp_path / "fresh.safetensors"), framework="numpy") as handle:
-        empty = json.loads(handle.metadata()["adaptable"])["empty_arrays"]
-    assert empty == {"prior_estimate.reservoir": [0, 2]}
+        assert "prior_estimate.reservoir" not in handle.keys()  # noqa: SIM118
 
 
-@pytest.mark.parametrize(
-    "entry", [[3], [0, -1], "0", [0.0]], ids=["not empty", "negative", "text", "float"]
-)
-def test_a_bad_empty_array_entry_is_refused(default_file, tmp_path, entry) -> None:
-    path = _edited(default_file, tmp_path, lambda t, m: m["empty_arrays"].__setitem__("x", entry))
-    with pytest.raises(ValueError, match="field 'empty_arrays' holds a bad entry 'x'"):
-        AdapTable.load(path)
+def _set_seen(n_seen: int):
+    return lambda t, m: t.__setitem__("prior_estimate.n_seen", np.array([n_seen]))
+
+
+@pytest.mark.parametrize("n_seen", [5, -1])
+def test_a_reservoir_that_disagrees_with_the_rows_seen_is_refused(
+    default_file, tmp_path, n_seen
+) -> None:
+    # The fresh file has no reservoir rows: only n_seen 0 agrees with it.
+    with pytest.raises(ValueError, match=r"field 'prior_estimate'.*min\(n_seen, 4096\)"):
+        AdapTable.load(_edited(default_file, tmp_path, _set_seen(n_seen)))
 
 
 def _set_negative_count(tensors: dict, meta: dict) -> None:

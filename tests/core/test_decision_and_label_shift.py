@@ -144,3 +144,42 @@ def test_map_em_recovers_a_known_prior_and_the_reservoir_stays_bounded() -> None
         est.add(q[start : start + 64])
     assert len(est.reservoir) == 4096 and est.n_seen == 20000
     assert abs(est.estimate()[1] - 0.6) < 0.03
+
+
+def _position_rows(n: int) -> np.ndarray:
+    """Rows that remember their stream position t: (t / n, 1 - t / n)."""
+    t = np.arange(n) / n
+    return np.stack([t, 1.0 - t], axis=1)
+
+
+def test_the_reservoir_does_not_depend_on_how_the_stream_is_cut() -> None:
+    rows = _position_rows(20000)
+    kept = []
+    for cuts in ([64] * 313, [1000] * 20, [5, 4091, 1, 3000, 12903]):
+        est = OnlinePriorEstimate(np.array([0.5, 0.5]), capacity=4096, seed=3)
+        start = 0
+        for size in cuts:
+            est.add(rows[start : start + size])
+            start += size
+        assert est.n_seen == 20000
+        kept.append(est.reservoir.copy())
+    np.testing.assert_array_equal(kept[0], kept[1])
+    np.testing.assert_array_equal(kept[0], kept[2])
+
+
+def test_the_reservoir_is_a_uniform_sample_of_the_stream() -> None:
+    n = 40000
+    est = OnlinePriorEstimate(np.array([0.5, 0.5]), capacity=4096, seed=1)
+    for start in range(0, n, 64):
+        est.add(_position_rows(n)[start : start + 64])
+    positions = est.reservoir[:, 0]
+    assert len(np.unique(positions)) == 4096  # no row kept twice
+    # A uniform sample of 4,096 positions: mean 0.5 (sd 0.0045), a quarter in each quarter.
+    assert abs(positions.mean() - 0.5) < 0.015
+    quarters = np.histogram(positions, bins=4, range=(0.0, 1.0))[0] / 4096
+    np.testing.assert_allclose(quarters, 0.25, atol=0.03)
+    # A different seed keeps a different sample.
+    other = OnlinePriorEstimate(np.array([0.5, 0.5]), capacity=4096, seed=2)
+    for start in range(0, n, 64):
+        other.add(_position_rows(n)[start : start + 64])
+    assert not np.array_equal(np.sort(positions), np.sort(other.reservoir[:, 0]))

@@ -304,7 +304,8 @@ class OnlinePriorEstimate:
         center: ``"uniform"`` or ``"source"`` (p_s): the mean of the Dirichlet prior, and the
             estimate before any row.
         capacity: reservoir rows.
-        seed: seeds the reservoir's replacements (derived per batch, so no state to save).
+        seed: seeds the reservoir's replacements (derived per block of stream rows, so no state
+            to save).
 
     Example:
         >>> est = OnlinePriorEstimate(np.array([0.5, 0.5]), strength=0)
@@ -346,6 +347,7 @@ class OnlinePriorEstimate:
         self._buffer = np.zeros((self.capacity, len(self.source_prior)))
         self._size = 0
         self.n_seen = 0
+        self._block: tuple[int, np.ndarray] | None = None
         self.prior = self.center
 
     @property
@@ -361,14 +363,33 @@ class OnlinePriorEstimate:
         self._size += room
         rest = posteriors[room:]
         if len(rest):
-            # Algorithm R, one batch at a time: stream row t replaces a random slot with
-            # probability capacity / (t + 1).
-            rng = np.random.default_rng([self.seed, self.n_seen])
-            index = self.n_seen + room + np.arange(len(rest))
-            slots = (rng.random(len(rest)) * (index + 1)).astype(np.int64)
+            # Algorithm R: stream row t replaces a random slot with probability
+            # capacity / (t + 1), its slot floor(u_t (t + 1)).
+            first = self.n_seen + room
+            index = np.arange(first + 1, first + 1 + len(rest))
+            slots = (self._uniforms(first, len(rest)) * index).astype(np.int64)
             keep = slots < self.capacity
             self._buffer[slots[keep]] = rest[keep]
         self.n_seen += len(posteriors)
+
+    def _uniforms(self, first: int, count: int) -> np.ndarray:
+        """The uniform draws u_t of stream rows first .. first + count - 1.
+
+        Each block of ``capacity`` stream rows has its own generator, seeded by (seed, block):
+        the draws depend on a row's position in the stream, not on how the stream was cut into
+        batches, and one generator serves many batches (a generator costs as much as the rest
+        of a batch's update). Nothing to save: the last block's draws are kept only as a cache.
+        """
+        parts = []
+        while count > 0:
+            block, offset = divmod(first, self.capacity)
+            if self._block is None or self._block[0] != block:
+                generator = np.random.default_rng([self.seed, block])
+                self._block = (block, generator.random(self.capacity))
+            take = min(count, self.capacity - offset)
+            parts.append(self._block[1][offset : offset + take])
+            first, count = first + take, count - take
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def estimate(self, max_iterations: int = 100, tolerance: float = 1e-6) -> np.ndarray:
         """MAP-EM from the last estimate (warm start); updates and returns p_t, (C,)."""
@@ -411,10 +432,14 @@ class OnlinePriorEstimate:
             raise ValueError(f"prior estimate: reservoir must be (n, {n_classes}).")
         if prior.shape != (n_classes,) or np.any(prior < 0) or abs(prior.sum() - 1) > 1e-6:
             raise ValueError(f"prior estimate: prior must be a probability vector; got {prior}.")
-        if len(reservoir) > self.capacity:
-            raise ValueError(f"prior estimate: reservoir holds more than {self.capacity} rows.")
+        n_seen = int(_finite(arrays, "n_seen")[0])
+        if n_seen < 0 or len(reservoir) != min(n_seen, self.capacity):
+            raise ValueError(
+                f"prior estimate: the reservoir must hold min(n_seen, {self.capacity}) rows; it "
+                f"holds {len(reservoir)} with n_seen {n_seen}."
+            )
         self.reset()
         self._buffer[: len(reservoir)] = reservoir
         self._size = len(reservoir)
-        self.n_seen = int(_finite(arrays, "n_seen")[0])
+        self.n_seen = n_seen
         self.prior = prior.copy()

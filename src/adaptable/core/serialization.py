@@ -83,13 +83,8 @@ def save(method: AdapTable, path: str | os.PathLike[str]) -> None:
         arrays["category_mean"] = method.source_statistics_.category_mean
         meta["encoder"] = method.encoder_.to_dict()
         meta["layout"] = method.layout_.to_dict()
-    # safetensors refuses empty or non-contiguous arrays; the empty ones (a reservoir before the
-    # first batch, the category offsets of a table without categories) are named with their
-    # shapes in the metadata, and load puts them back.
-    empty = {k: list(np.shape(v)) for k, v in arrays.items() if not np.asarray(v).size}
-    if empty:
-        meta["empty_arrays"] = empty
-    tensors = {k: np.ascontiguousarray(v) for k, v in arrays.items() if k not in empty}
+    # safetensors refuses empty or non-contiguous arrays; load knows the empty ones' shapes
+    tensors = {k: np.ascontiguousarray(v) for k, v in arrays.items() if np.asarray(v).size}
     save_file(tensors, os.fspath(path), metadata={_METADATA_KEY: json.dumps(meta)})
 
 
@@ -199,22 +194,6 @@ class _Reader:
             raise ValueError(
                 f"{path!r}: unknown AdapTable file format {found!r}; expected {FORMAT!r}."
             )
-        self._restore_empty_arrays()
-
-    def _restore_empty_arrays(self) -> None:
-        """The zero-size arrays that :func:`save` could not write as tensors."""
-        empty = self.meta.get("empty_arrays", {})
-        if not isinstance(empty, dict):
-            raise self.error("empty_arrays", "must map array names to shapes")
-        for key, shape in empty.items():
-            valid = (
-                isinstance(shape, list)
-                and all(isinstance(n, int) and n >= 0 for n in shape)
-                and 0 in shape
-            )
-            if not valid or key in self.arrays:
-                raise self.error("empty_arrays", f"holds a bad entry {key!r}: {shape!r}")
-            self.arrays[key] = np.zeros(shape)
 
     def error(self, field: str, problem: str) -> ValueError:
         return ValueError(
@@ -351,8 +330,11 @@ class _Reader:
             seed=seed,
             center=prior_center(params["objective"]),
         )
+        state = self.prefixed("prior_estimate.")
+        # Before the first batch the reservoir is empty, and safetensors does not write it.
+        state.setdefault("reservoir", np.zeros((0, n_classes)))
         try:
-            estimate.restore(self.prefixed("prior_estimate."))
+            estimate.restore(state)
         except (ValueError, KeyError) as err:
             raise self.error("prior_estimate", str(err)) from err
         expected = self.tensor("expected_confusion", (2, n_classes, n_classes))
