@@ -1594,7 +1594,7 @@ class AdapTable(TestTimeMethod):
             raise ValueError("adaptable: Empty batch: the logits have no rows.")
         # NaN propagates into both extremes, +inf shows in the max, -inf in the min: two
         # reductions without the boolean array of a value-by-value test.
-        if not (np.isfinite(logits.max()) and np.isfinite(logits.min())):
+        if not (math.isfinite(logits.max()) and math.isfinite(logits.min())):
             raise ValueError("The logits hold NaN or inf values.")
         return logits
 
@@ -1675,10 +1675,11 @@ class AdapTable(TestTimeMethod):
                 balanced = bool(balanced_score >= source_score)
             else:
                 balanced = False
-            weights = 1.0 / self.source_prior_ if balanced else np.ones(self.n_classes_)
+            # (argmax keeps the posteriors as they are: weights of one change no value)
+            weights = self._rule_weights[1, 0] if balanced else None
             self._last_rule = "balanced" if balanced else "source"
-        proba = normalize(posteriors * weights)
-        return BatchResult(proba, target, target.copy(), np.full(len(logits), np.nan), None)
+        proba = normalize(posteriors if weights is None else posteriors * weights)
+        return BatchResult(proba, target, target, np.full(len(logits), np.nan), None)
 
     def reset(self) -> None:
         """Back to the state right after fit (the online estimates and test forget the stream)."""
