@@ -42,3 +42,48 @@ def readmission() -> datasets.ShiftDataset:
 def synthetic() -> datasets.ShiftDataset:
     """A small mixed-type task with label and covariate shift."""
     return datasets.make_shift_dataset(seed=0)
+
+
+def _frame_logreg(ds: datasets.ShiftDataset):
+    """Logistic regression on a frame (numbers scaled, categories one-hot), fitted on ds.train."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    columns = ColumnTransformer(
+        [
+            ("num", StandardScaler(), ds.numerical),
+            ("cat", OneHotEncoder(handle_unknown="ignore"), ds.categorical),
+        ]
+    )
+    return make_pipeline(columns, LogisticRegression(max_iter=200)).fit(ds.train.X, ds.train.y)
+
+
+@pytest.fixture(scope="session")
+def frame_logreg():
+    """The function ``dataset -> fitted frame logistic regression`` (a model any method takes)."""
+    return _frame_logreg
+
+
+def _edited_copy(path: Path, tmp_path: Path, edit) -> Path:
+    """A copy of an AdapTable file with its tensors and metadata changed by
+    ``edit(tensors, meta)``."""
+    import json
+
+    from safetensors import safe_open
+    from safetensors.numpy import save_file
+
+    with safe_open(str(path), framework="numpy") as handle:
+        tensors = {k: handle.get_tensor(k) for k in handle.keys()}  # noqa: SIM118
+        meta = json.loads(handle.metadata()["adaptable"])
+    edit(tensors, meta)
+    out = tmp_path / "edited.safetensors"
+    save_file(tensors, str(out), metadata={"adaptable": json.dumps(meta)})
+    return out
+
+
+@pytest.fixture(scope="session")
+def edited_copy():
+    """The function ``(path, tmp_path, edit) -> path of an edited copy`` of an AdapTable file."""
+    return _edited_copy

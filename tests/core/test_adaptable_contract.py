@@ -4,7 +4,6 @@ fields (found by mutation testing, docs/mutation.md)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -12,11 +11,7 @@ import numpy as np
 import pytest
 import torch
 from safetensors import safe_open
-from safetensors.numpy import save_file
-from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from adaptable import AdapTable
 from adaptable.core.adaptable import source_prior
@@ -25,17 +20,8 @@ from adaptable.models.source_model import TorchSourceModel
 
 
 @pytest.fixture(scope="module")
-def lr_pipeline(synthetic):
-    """Logistic regression on a frame (scaled numbers, one-hot categories)."""
-    columns = ColumnTransformer(
-        [
-            ("num", StandardScaler(), synthetic.numerical),
-            ("cat", OneHotEncoder(handle_unknown="ignore"), synthetic.categorical),
-        ]
-    )
-    return make_pipeline(columns, LogisticRegression(max_iter=200)).fit(
-        synthetic.train.X, synthetic.train.y
-    )
+def lr_pipeline(synthetic, frame_logreg):
+    return frame_logreg(synthetic)
 
 
 @pytest.fixture(scope="module")
@@ -209,16 +195,6 @@ def default_file(synthetic, lr_pipeline, tmp_path_factory) -> Path:
     return path
 
 
-def _edited(path: Path, tmp_path: Path, edit) -> Path:
-    with safe_open(str(path), framework="numpy") as handle:
-        tensors = {k: handle.get_tensor(k) for k in handle.keys()}  # noqa: SIM118
-        meta = json.loads(handle.metadata()["adaptable"])
-    edit(tensors, meta)
-    out = tmp_path / "edited.safetensors"
-    save_file(tensors, str(out), metadata={"adaptable": json.dumps(meta)})
-    return out
-
-
 def test_a_fresh_default_preset_file_loads_and_continues_like_the_original(
     synthetic, lr_pipeline, default_file
 ) -> None:
@@ -259,11 +235,11 @@ def _set_seen(n_seen: int):
 
 @pytest.mark.parametrize("n_seen", [5, -1])
 def test_a_reservoir_that_disagrees_with_the_rows_seen_is_refused(
-    default_file, tmp_path, n_seen
+    default_file, tmp_path, edited_copy, n_seen
 ) -> None:
     # The fresh file has no reservoir rows: only n_seen 0 agrees with it.
     with pytest.raises(ValueError, match=r"field 'prior_estimate'.*min\(n_seen, 4096\)"):
-        AdapTable.load(_edited(default_file, tmp_path, _set_seen(n_seen)))
+        AdapTable.load(edited_copy(default_file, tmp_path, _set_seen(n_seen)))
 
 
 def _set_negative_count(tensors: dict, meta: dict) -> None:
@@ -293,6 +269,8 @@ def _set_negative_count(tensors: dict, meta: dict) -> None:
         ),
     ],
 )
-def test_default_preset_file_damage_is_named(default_file, tmp_path, edit, message) -> None:
+def test_default_preset_file_damage_is_named(
+    default_file, tmp_path, edited_copy, edit, message
+) -> None:
     with pytest.raises(ValueError, match=message):
-        AdapTable.load(_edited(default_file, tmp_path, edit))
+        AdapTable.load(edited_copy(default_file, tmp_path, edit))

@@ -6,26 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from sklearn.compose import ColumnTransformer
 from sklearn.exceptions import NotFittedError
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from adaptable import AdapTable, datasets
 from adaptable.core import TestTimeMethod
 
 FAST = {"epochs": 2, "patience": 1, "preset": "paper"}
-
-
-def _lr_pipeline(ds: datasets.ShiftDataset):
-    columns = ColumnTransformer(
-        [
-            ("num", StandardScaler(), ds.numerical),
-            ("cat", OneHotEncoder(handle_unknown="ignore"), ds.categorical),
-        ]
-    )
-    return make_pipeline(columns, LogisticRegression(max_iter=200)).fit(ds.train.X, ds.train.y)
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +31,8 @@ def torch_mlp(encoded) -> torch.nn.Module:
 
 
 @pytest.fixture(scope="module")
-def lr_pipeline(synthetic: datasets.ShiftDataset):
-    return _lr_pipeline(synthetic)
+def lr_pipeline(synthetic: datasets.ShiftDataset, frame_logreg):
+    return frame_logreg(synthetic)
 
 
 @pytest.fixture(scope="module")
@@ -177,9 +163,9 @@ def test_oracle_calibrator_needs_labels_and_only_there(synthetic, lr_pipeline, f
         fitted_raw.predict_proba(X, oracle_labels=y)
 
 
-def test_three_classes(lr_pipeline) -> None:
+def test_three_classes(frame_logreg) -> None:
     ds = datasets.make_shift_dataset(n_train=300, n_valid=60, n_test=100, n_classes=3, seed=1)
-    model = _lr_pipeline(ds)
+    model = frame_logreg(ds)
     method = AdapTable(random_state=0, **FAST).fit(
         model, ds.train.X, ds.train.y, ds.valid.X, ds.valid.y
     )

@@ -15,11 +15,7 @@ import pytest
 import torch
 from safetensors import safe_open
 from safetensors.numpy import save_file
-from sklearn.compose import ColumnTransformer
-from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from adaptable import AdapTable, datasets
 from adaptable.core import (
@@ -34,18 +30,8 @@ from adaptable.core import (
 from adaptable.core.adaptable import Rows, calibrator_loss, class_weights
 
 
-def _pipeline(ds: datasets.ShiftDataset):
-    columns = ColumnTransformer(
-        [
-            ("num", StandardScaler(), ds.numerical),
-            ("cat", OneHotEncoder(handle_unknown="ignore"), ds.categorical),
-        ]
-    )
-    return make_pipeline(columns, LogisticRegression(max_iter=200)).fit(ds.train.X, ds.train.y)
-
-
 @pytest.fixture(scope="module")
-def crafted(synthetic, tmp_path_factory):
+def crafted(synthetic, tmp_path_factory, frame_logreg):
     """A fitted AdapTable whose calibrator's temperatures depend strongly on the logits.
 
     The head is set so that T_i = softplus(4 (z_1 - z_0) - 2): rows the model is sure are class
@@ -53,7 +39,7 @@ def crafted(synthetic, tmp_path_factory):
     temperatures the uncertainty ranking is the reverse for class-1 rows, so the sharpen /
     soften quantiles (Algorithm 1, lines 15-22) pick other rows.
     """
-    model = _pipeline(synthetic)
+    model = frame_logreg(synthetic)
     method = AdapTable(preset="paper", random_state=0, epochs=1).fit(
         model, synthetic.train.X, synthetic.train.y, synthetic.valid.X, synthetic.valid.y
     )
@@ -178,7 +164,7 @@ def test_post_training_restores_the_best_network_when_validation_loss_rises() ->
     assert kept < losses[-1] - 0.05
 
 
-def test_label_shift_moves_the_prior_estimate_and_keeps_macro_f1() -> None:
+def test_label_shift_moves_the_prior_estimate_and_keeps_macro_f1(frame_logreg) -> None:
     ds = datasets.make_shift_dataset(
         n_train=1000,
         n_valid=300,
@@ -188,7 +174,7 @@ def test_label_shift_moves_the_prior_estimate_and_keeps_macro_f1() -> None:
         covariate_shift=0.0,
         seed=4,
     )
-    model = _pipeline(ds)
+    model = frame_logreg(ds)
     method = AdapTable(preset="paper", random_state=0, epochs=3).fit(
         model, ds.train.X, ds.train.y, ds.valid.X, ds.valid.y
     )

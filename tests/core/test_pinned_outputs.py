@@ -16,10 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from safetensors import safe_open
-from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from adaptable import AdapTable, datasets
 
@@ -38,19 +35,13 @@ CASES = {
 
 
 @pytest.fixture(scope="module")
-def case_data():
+def case_data(frame_logreg):
     ds = datasets.make_shift_dataset(seed=0)
     numeric = {
         split: getattr(ds, split).X[ds.numerical].to_numpy() for split in ("train", "valid", "test")
     }
     logreg = LogisticRegression().fit(numeric["train"], ds.train.y)
-    columns = ColumnTransformer(
-        [
-            ("num", StandardScaler(), ds.numerical),
-            ("cat", OneHotEncoder(handle_unknown="ignore"), ds.categorical),
-        ]
-    )
-    pipeline = make_pipeline(columns, LogisticRegression(max_iter=200)).fit(ds.train.X, ds.train.y)
+    pipeline = frame_logreg(ds)
     frames = {split: getattr(ds, split).X for split in ("train", "valid", "test")}
     return ds, (logreg, numeric), (pipeline, frames)
 

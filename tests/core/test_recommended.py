@@ -201,7 +201,9 @@ def test_accuracy_objective_keeps_the_source_accuracy_on_a_short_stream(source) 
     reason="known limitation: a pure label shift much longer than the source is rejected "
     "(docs/method.md, section 7)",
 )
-def test_a_pure_label_shift_stream_longer_than_the_source_keeps_being_corrected() -> None:
+def test_a_pure_label_shift_stream_longer_than_the_source_keeps_being_corrected(
+    frame_logreg,
+) -> None:
     # 2,500 source rows, 6,000 stream rows of a pure label shift (covariate_shift=0). The
     # label-shift test counts the source means' own estimation error as evidence against label
     # shift: its statistic grows like n / n_y and it gives up the correction after about 1,000
@@ -209,21 +211,12 @@ def test_a_pure_label_shift_stream_longer_than_the_source_keeps_being_corrected(
     # sum pi_y^2 / n_y)) fixes this case but made the generality benchmark worse (COMPAS charge
     # split -4 to -5 F1: long domain-shift streams then passed as label shifts), so the
     # conservative statistic stays; this test marks the limitation.
-    from sklearn.compose import ColumnTransformer
-    from sklearn.preprocessing import OneHotEncoder, StandardScaler
-
     from adaptable import datasets
 
     ds = datasets.make_shift_dataset(
         n_train=2000, n_valid=500, n_test=6000, covariate_shift=0.0, seed=1
     )
-    columns = ColumnTransformer(
-        [
-            ("num", StandardScaler(), ds.numerical),
-            ("cat", OneHotEncoder(handle_unknown="ignore"), ds.categorical),
-        ]
-    )
-    model = make_pipeline(columns, LogisticRegression(max_iter=200)).fit(ds.train.X, ds.train.y)
+    model = frame_logreg(ds)
     method = AdapTable(random_state=0).fit(model, ds.train.X, ds.train.y, ds.valid.X, ds.valid.y)
     rules = []
     for start in range(0, 6000, 64):

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-from safetensors import safe_open
 from safetensors.numpy import save_file
 from sklearn.linear_model import LogisticRegression
 
@@ -41,17 +39,6 @@ class _FrameModel:
 
     def predict_proba(self, X):
         return self.model.predict_proba(X[self.columns].to_numpy())
-
-
-def _edited(path: Path, tmp_path: Path, edit: Callable[[dict, dict], None]) -> Path:
-    """A copy of ``path`` with its tensors and metadata changed by ``edit(tensors, meta)``."""
-    with safe_open(str(path), framework="numpy") as handle:
-        tensors = {k: handle.get_tensor(k) for k in handle.keys()}  # noqa: SIM118
-        meta = json.loads(handle.metadata()["adaptable"])
-    edit(tensors, meta)
-    out = tmp_path / "edited.safetensors"
-    save_file(tensors, str(out), metadata={"adaptable": json.dumps(meta)})
-    return out
 
 
 def test_the_unedited_files_load(saved) -> None:
@@ -122,14 +109,16 @@ def _set_param(key: str, value) -> Callable[[dict, dict], None]:
         ("none", _set_meta("classes", ["b", "a"]), "classes"),
     ],
 )
-def test_load_refuses_naming_the_field(saved, tmp_path, calibrator, edit, field) -> None:
-    path = _edited(saved[calibrator], tmp_path, edit)
+def test_load_refuses_naming_the_field(
+    saved, tmp_path, edited_copy, calibrator, edit, field
+) -> None:
+    path = edited_copy(saved[calibrator], tmp_path, edit)
     with pytest.raises(ValueError, match=f"'{field}'"):
         AdapTable.load(path)
 
 
-def test_unknown_format_and_foreign_file(saved, tmp_path) -> None:
-    path = _edited(saved["none"], tmp_path, _set_meta("format", "adaptable.AdapTable/99"))
+def test_unknown_format_and_foreign_file(saved, tmp_path, edited_copy) -> None:
+    path = edited_copy(saved["none"], tmp_path, _set_meta("format", "adaptable.AdapTable/99"))
     with pytest.raises(ValueError, match="unknown AdapTable file format"):
         AdapTable.load(path)
     other = tmp_path / "other.safetensors"
