@@ -50,14 +50,8 @@ def expected_confusion(posteriors: np.ndarray, pred: np.ndarray) -> np.ndarray:
     matrix per rule, in a single matrix product.
     """
     posteriors = np.asarray(posteriors, dtype=np.float64)
-    n_classes = posteriors.shape[1]
-    index = _CLASS_INDEX[:n_classes] if n_classes <= len(_CLASS_INDEX) else np.arange(n_classes)
-    chosen = np.asarray(pred)[..., None] == index
+    chosen = np.asarray(pred)[..., None] == np.arange(posteriors.shape[1])
     return posteriors.T @ chosen.astype(np.float64)
-
-
-#: 0, 1, 2, ...: compared with predictions to one-hot them (made once: this runs every batch)
-_CLASS_INDEX = np.arange(1024)
 
 
 def score(matrix: np.ndarray, objective: str) -> float | np.ndarray:

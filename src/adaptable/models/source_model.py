@@ -10,11 +10,12 @@ import torch
 from torch import nn
 
 from adaptable.encoding import EncodedBatch, Encoder
-from adaptable.models.training import TrainingHistory, predict_logits, resolve_device
-
-#: rows of dense module input built at a time by ``logits_from_encoded`` (and the chunk of the
-#: forward pass, as ``predict_logits`` in ``training``)
-CHUNK_ROWS = 4096
+from adaptable.models.training import (
+    INFERENCE_ROWS,
+    TrainingHistory,
+    predict_logits,
+    resolve_device,
+)
 
 
 class TorchSourceModel:
@@ -98,19 +99,19 @@ class TorchSourceModel:
 
         AdapTable encodes each batch once and hands the result here, so the model does not
         encode the same rows a second time (see ``AdapTable._shared_encoder``). The dense
-        module input is built ``CHUNK_ROWS`` rows at a time: on a wide one-hot (2,097 columns
+        module input is built ``INFERENCE_ROWS`` rows at a time: on a wide one-hot (2,097 columns
         on Hospital Readmission) the whole matrix of a source split is hundreds of MB that
         nothing needs at once; the logits are the same.
         """
         self.module.eval()
         parts = []
-        for start in range(0, max(len(encoded), 1), CHUNK_ROWS):
+        for start in range(0, max(len(encoded), 1), INFERENCE_ROWS):
             piece = EncodedBatch(
-                encoded.numeric[start : start + CHUNK_ROWS],
-                encoded.codes[start : start + CHUNK_ROWS],
+                encoded.numeric[start : start + INFERENCE_ROWS],
+                encoded.codes[start : start + INFERENCE_ROWS],
             )
             matrix = torch.from_numpy(self.encoder.transform_from(piece)).to(self.device)
-            parts.append(predict_logits(self.module, matrix, batch_size=CHUNK_ROWS))
+            parts.append(predict_logits(self.module, matrix, batch_size=INFERENCE_ROWS))
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def predict_proba(self, X: pd.DataFrame | np.ndarray | torch.Tensor) -> np.ndarray:
@@ -129,7 +130,10 @@ class TorchSourceModel:
             raise TypeError(f"{type(self.module).__name__} exposes no features(x)")
         self.module.eval()
         x = self.prepare(X)
-        parts = [self.module.features(x[s : s + 4096]) for s in range(0, len(x), 4096)]
+        parts = [
+            self.module.features(x[s : s + INFERENCE_ROWS])
+            for s in range(0, len(x), INFERENCE_ROWS)
+        ]
         return torch.cat(parts).cpu().numpy()
 
     def __repr__(self) -> str:
