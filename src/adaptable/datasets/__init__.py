@@ -1,5 +1,6 @@
 """The six TableShift tasks AdapTable is evaluated on, the generality benchmark's domain-split
-cases (``GENERALITY_TASKS``), and the shared Encoder.
+cases (``GENERALITY_TASKS``), the development benchmark's cases (``DEVELOPMENT_TASKS``), and the
+shared Encoder.
 
 >>> from adaptable import datasets
 >>> ds = datasets.load("hospital_readmission")  # embedded copy, no data directory needed
@@ -13,7 +14,14 @@ from adaptable.datasets._base import (
     Split,
     resolve_data_dir,
 )
-from adaptable.datasets.registry import GENERALITY_TASKS, TASKS, TaskInfo, available, load
+from adaptable.datasets.registry import (
+    DEVELOPMENT_TASKS,
+    GENERALITY_TASKS,
+    TASKS,
+    TaskInfo,
+    available,
+    load,
+)
 from adaptable.datasets.synthetic import make_shift_dataset
 from adaptable.encoding import Encoder, FeatureBlock
 
@@ -34,6 +42,7 @@ __all__ = [
     "FeatureBlock",
     "ShiftDataset",
     "Split",
+    "DEVELOPMENT_TASKS",
     "GENERALITY_TASKS",
     "TASKS",
     "TaskInfo",

@@ -1,0 +1,74 @@
+"""The development benchmark's domain splits: registered apart, disjoint from the generality
+cases, and cut as documented from the publishers' files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from adaptable import datasets
+from adaptable.datasets import domain_cases
+
+#: (train, valid, id_test, test) rows of each case from the publishers' files
+REAL_SIZES = {
+    "heloc_inquiries": (3139, 392, 393, 5881),
+    "heloc_trades": (4309, 539, 539, 4564),
+    "adult_sex": (26120, 3265, 3265, 14572),
+    "adult_age": (17876, 2235, 2235, 23846),
+    "adult_race": (33409, 4176, 4177, 6372),
+    "adult_hours": (27592, 3449, 3449, 12916),
+    "compas_race": (2540, 317, 318, 2697),
+    "compas_age": (2352, 294, 295, 2907),
+    "compas_priors": (2571, 321, 322, 2662),
+    "german_age": (471, 59, 59, 369),
+    "german_checking": (315, 39, 40, 545),
+    "cmc_age": (624, 78, 78, 623),
+    "cmc_working": (883, 110, 111, 332),
+    "cmc_children": (519, 65, 65, 741),
+}
+
+
+def test_development_cases_are_listed_apart(tmp_path: Path) -> None:
+    assert list(datasets.DEVELOPMENT_TASKS) == list(domain_cases.DEVELOPMENT_CASES)
+    assert list(REAL_SIZES) == list(datasets.DEVELOPMENT_TASKS)
+    status = datasets.available(tmp_path)
+    assert [n for n, i in status.items() if i["group"] == "development"] == list(
+        datasets.DEVELOPMENT_TASKS
+    )
+    assert not set(datasets.DEVELOPMENT_TASKS) & (
+        set(datasets.GENERALITY_TASKS) | set(datasets.TASKS)
+    )
+    assert domain_cases.ALL_CASES == {**domain_cases.CASES, **domain_cases.DEVELOPMENT_CASES}
+
+
+def test_no_development_case_reuses_a_generality_split() -> None:
+    # A design chosen on the development cases is then checked on the generality ones: the
+    # two must not cut a data set along the same column.
+    held_out = {(c.base, c.column) for c in domain_cases.CASES.values()}
+    held_out |= {("heloc", "ExternalRiskEstimate"), ("hospital_readmission", "admission_source_id")}
+    for case in domain_cases.DEVELOPMENT_CASES.values():
+        assert (case.base, case.column) not in held_out, case.name
+
+
+def test_an_absent_file_is_named_with_where_to_get_it(tmp_path: Path) -> None:
+    with pytest.raises(datasets.DataFileError, match="compas-scores-two-years"):
+        datasets.load("compas_race", data_dir=tmp_path)
+
+
+@pytest.mark.parametrize("case", list(REAL_SIZES))
+def test_real_files_give_the_documented_sizes_and_domains(data_dir: Path, case: str) -> None:
+    try:
+        ds = datasets.load(case, data_dir=data_dir)
+    except datasets.DataFileError as err:
+        pytest.skip(f"raw file of {case} absent: {err}")
+    sizes = tuple(len(s.y) for s in (ds.train, ds.valid, ds.id_test, ds.test))
+    assert sizes == REAL_SIZES[case]
+    spec = domain_cases.DEVELOPMENT_CASES[case]
+    assert (spec.column in ds.features) is spec.kept
+    assert ds.n_classes == (3 if case.startswith("cmc") else 2)
+    if spec.kept:  # the kept split column separates the two domains exactly
+        first = pd.concat([ds.train.X, ds.valid.X, ds.id_test.X])
+        assert np.all(spec.in_first(first)) and not np.any(spec.in_first(ds.test.X))
