@@ -220,6 +220,17 @@ def seed_everything(seed: int) -> None:
         torch.manual_seed(seed)
 
 
+def seed_method(method: Any, seed: int, options: dict[str, Any]) -> None:
+    """Give a method with a ``random_state`` parameter the experiment's seed, unless the
+    options set one: a method left at ``random_state=None`` draws fresh entropy (AdapTable's
+    reservoir, bootstrap and null draws), and two runs of one spec would differ."""
+    if "random_state" in options:
+        return
+    get_params = getattr(method, "get_params", None)
+    if callable(get_params) and get_params(deep=False).get("random_state", 0) is None:
+        method.set_params(random_state=seed)
+
+
 def limit_threads(threads: int) -> None:
     """Use ``threads`` torch (OpenMP / MKL) threads in this process, before or after torch is
     imported; 1 keeps parallel workers from oversubscribing the cores."""
@@ -302,6 +313,7 @@ def run_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> d
 
     seed_everything(spec.seed)
     method = context.components.create_method(spec.method, **spec.option_dict)
+    seed_method(method, spec.seed, spec.option_dict)
     fit_start = time.perf_counter()
     method.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
     fit_seconds = time.perf_counter() - fit_start
