@@ -125,6 +125,28 @@ def test_predict_proba_is_the_decision_of_the_chosen_rule(source) -> None:
     assert method.state.decision_rule == "balanced"
 
 
+def test_plugin_fallback_decides_by_the_expected_objective_over_the_stream(
+    source, tmp_path
+) -> None:
+    from adaptable.core.decision import plugin_weights
+    from adaptable.core.probability import normalize
+
+    model, *_ = source
+    rng = np.random.default_rng(3)
+    method = fitted(source, fallback="plugin")
+    method.predict_proba(draw(np.zeros(640, dtype=int), rng, shift=3.0))  # the test rejects
+    batch = draw(np.zeros(64, dtype=int), rng, shift=3.0)
+    out = method.predict_proba(batch)
+    # Where the default falls back to argmax ("source"), this one uses the class weights that
+    # maximise expected macro-F1 under the model's posteriors of every stream row so far.
+    assert method.state.decision_rule == "plugin"
+    weights = plugin_weights(method._prior_estimate.reservoir, "macro_f1")
+    np.testing.assert_allclose(out, normalize(model.predict_proba(batch) * weights), rtol=1e-6)
+    assert not np.allclose(weights[0] / weights[1], 1.0)  # not argmax in disguise
+    method.save(tmp_path / "plugin.safetensors")
+    assert AdapTable.load(tmp_path / "plugin.safetensors", model=model).fallback == "plugin"
+
+
 def test_reset_replays_the_stream_and_save_load_continues_it(source, tmp_path) -> None:
     model, *_ = source
     rng = np.random.default_rng(4)
@@ -172,6 +194,8 @@ def test_bad_default_parameters_name_themselves() -> None:
         AdapTable(calibrator="oracle_test_labels")
     with pytest.raises(ValueError, match="rule_evidence"):
         AdapTable(rule_evidence=1.5)
+    with pytest.raises(ValueError, match="fallback"):
+        AdapTable(fallback="balanced")
 
 
 def test_logits_alone_are_refused_by_the_default_preset(source) -> None:
