@@ -33,6 +33,7 @@ Usage:
     python benchmarks/bench_adaptation.py --data-dir /path/to/data
         [--datasets heloc hospital_readmission] [--batch-sizes 16 64 256 1024 8192]
         [--rows 8192] [--repeats 5] [--cache-dir DIR] [--preset default|paper]
+        [--fallback argmax|plugin]
 """
 
 from __future__ import annotations
@@ -121,7 +122,8 @@ def bench_dataset(
     dataset, model = load(name, args.data_dir, args.cache_dir)
     order = np.random.default_rng(0).permutation(len(dataset.test.y))
     X = dataset.test.X.iloc[order].reset_index(drop=True)
-    method = AdapTable(preset=args.preset, random_state=0)
+    options = {"fallback": args.fallback} if args.preset == "default" else {}
+    method = AdapTable(preset=args.preset, random_state=0, **options)
     method.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
     end_to_end, core = [], []
     for size in args.batch_sizes:
@@ -190,6 +192,12 @@ def main() -> None:
         default="default",
         help="AdapTable(preset=...): the recommended adapter (default) or the paper's algorithm",
     )
+    parser.add_argument(
+        "--fallback",
+        choices=("argmax", "plugin"),
+        default="argmax",
+        help="default preset: AdapTable(fallback=...) (plugin: the opt-in plug-in decision)",
+    )
     parser.add_argument("--fit-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fit_child:
@@ -197,7 +205,7 @@ def main() -> None:
         return
     torch.set_num_threads(1)
     print(
-        f"AdapTable(preset={args.preset!r}); "
+        f"AdapTable(preset={args.preset!r}, fallback={args.fallback!r}); "
         f"torch threads {torch.get_num_threads()}, {args.repeats} repeats, >= {args.rows} rows "
         f"per repeat, load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
     )

@@ -1328,7 +1328,7 @@ class AdapTable(TestTimeMethod):
         if self.calibrator != "auto":
             return self.calibrator
         # Deliberate difference (default preset): no calibrator. Temperature scaling earned no
-        # place on the generality benchmark (macro-F1 cases won vs source 52 with it, 54
+        # place on the generality benchmark (macro-F1 cases won vs source 51 with it, 53
         # without; mean gain +6.4 vs +6.5; README, "Which adapter should I use?").
         return GraphCalibrator.name if self.preset == "paper" else "none"
 
