@@ -496,6 +496,7 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
 
 def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:
     """``adaptable reproduce TABLE``: run what the table needs, write ours vs the paper."""
+    from adaptable.experiments.figures import case_gains_figure
     from adaptable.experiments.paper import TABLES
     from adaptable.experiments.runner import RunContext, run_sweep, stored_only
     from adaptable.experiments.store import ResultStore
@@ -537,6 +538,9 @@ def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:
                 frame, table, args.out, skipped=result.skipped, failures=result.failures,
                 seeds=args.seeds, latex=args.latex,
             )  # fmt: skip
+            gains = case_gains_figure(frame, table, args.out)
+            if gains is not None:
+                paths.append(gains)
             print(paths[0].read_text())
             print("wrote " + ", ".join(str(p) for p in paths))
             status = status or (1 if result.failures else 0)

@@ -25,11 +25,13 @@ def test_cases_are_development_datasets_and_registered_scenarios() -> None:
 
 def test_rows_are_the_decision_references_and_the_default_adapter() -> None:
     assert [r.label for r in TABLE.rows if r.model == "mlp"] == [
-        "Source", "Balanced", "EM", "AdapTable (default)", "Oracle prior",
+        "Source", "Balanced", "EM", "AdapTable (default)", "default, fallback=plugin",
+        "Oracle prior",
     ]  # fmt: skip
-    # The default adapter runs with its defaults: no paper preset is added to this table.
-    default = [r for r in TABLE.rows if r.method == "adaptable"]
-    assert default and all(r.option_dict == {} for r in default)
+    # The default adapter runs with its defaults (no paper preset is added to this table), and
+    # once with the opt-in fallback.
+    options = [r.option_dict for r in TABLE.rows if r.method == "adaptable" and r.model == "mlp"]
+    assert options == [{}, {"fallback": "plugin"}]
     assert TABLE.summary == paper.TABLES["generality"].summary
     specs = table_specs(TABLE, [0, 1, 2])
     assert len(specs) == len(TABLE.cells()) * len(TABLE.rows) * 3

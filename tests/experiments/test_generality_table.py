@@ -45,7 +45,7 @@ def test_columns_are_the_issue_method_specs_for_each_model() -> None:
         ]
         assert specs == [
             "source", "balanced", "em", "adaptable[preset=paper]", "adaptable",
-            "adaptable[calibrator=temperature]", "oracle_prior",
+            "adaptable[calibrator=temperature]", "adaptable[fallback=plugin]", "oracle_prior",
         ]  # fmt: skip
         # The CLI's spelling of each column parses to the same (method, options).
         for text, row in zip(specs, (r for r in TABLE.rows if r.model == model), strict=True):
@@ -56,14 +56,14 @@ def test_columns_are_the_issue_method_specs_for_each_model() -> None:
 
 def test_table_specs_cover_cases_models_seeds_and_group_by_source() -> None:
     specs = table_specs(TABLE, [0, 1, 2])
-    assert len(specs) == 29 * 3 * 3 * 7
+    assert len(specs) == 29 * 3 * 3 * 8
     assert {(s.dataset, s.scenario) for s in specs} == set(TABLE.cells())
     # Experiments sharing a source model are adjacent (one training / cache load each).
     sources = [s.source_key for s in specs]
     assert len([k for k, _ in itertools.groupby(sources)]) == len(set(sources)) == 17 * 3 * 3
     only = table_specs(TABLE, [0], ["cmc_education"], ["mlp"])
     assert {s.scenario for s in only} == {"natural", *paper.GENERALITY_DIRICHLET_PRIORS}
-    assert len(only) == 4 * 7
+    assert len(only) == 4 * 8
 
 
 def test_product_tables_keep_their_cells() -> None:
@@ -167,3 +167,26 @@ def test_repeated_failures_are_written_once() -> None:
     assert f"- 5 experiments, e.g. `heloc|natural|mlp|adaptable|seed=0|preset`: {error}" in text
     assert "- `heloc|natural|mlp|em|seed=0`: ValueError: something else" in text
     assert text.count("bad options") == 1
+
+
+def test_gains_figure_sorts_each_method_and_reads_its_summary(tmp_path: Path) -> None:
+    from adaptable.experiments.figures import case_gains_figure
+    from adaptable.experiments.plots import plot_case_gains
+
+    frame = compare(TABLE, _records(), [0, 1], ["heloc"])
+    path = case_gains_figure(frame, TABLE, tmp_path)
+    assert path == tmp_path / "generality_gains.png" and path.stat().st_size > 0
+    # EM gains +5 and -5, AdapTable +8 and +1 (VALUES); a line is sorted worst first and
+    # stops at the floor, with the true worst case in its legend.
+    fig = plot_case_gains({"EM": [5.0, -5.0], "AdapTable": [8.0, 1.0], "bad": [-40.0, 2.0]})
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[0] == "EM (won 1, lost 1, mean +0.0, worst -5.0)"
+    assert labels[1] == "AdapTable (won 2, lost 0, mean +4.5, worst +1.0)"
+    assert labels[2].endswith("worst -40.0)")
+    lines = ax.get_lines()
+    assert list(lines[0].get_ydata()) == [-5.0, 5.0]
+    assert list(lines[2].get_ydata()) == [-20.0, 2.0]
+    # A table without summary lines gets no figure.
+    oracle = compare(paper.TABLES["oracle"], [], [0], ["heloc"])
+    assert case_gains_figure(oracle, paper.TABLES["oracle"], tmp_path) is None

@@ -309,3 +309,28 @@ def make_figures(
             fig = plots.plot_efficiency(frame, f"Efficiency ({tag})")
         draw(name, fig, f"{name}_{dataset}_{model}_s{seed}")
     return {name: done.get(name, "skipped: not drawn") for name in figures}
+
+
+def case_gains_figure(
+    frame: Any, table: Any, out_dir: str | Path, metric: str = "macro_f1"
+) -> Path | None:
+    """``<table>_gains.png``: each method's sorted per-case gain over the table's reference
+    (:func:`plots.plot_case_gains`), for a table with summary lines; ``None`` for others or
+    when no case has the reference."""
+    from adaptable.experiments.tables import case_means
+
+    if table.summary is None:
+        return None
+    means = case_means(frame, metric)
+    reference = table.summary.reference
+    if reference not in means.columns or means[reference].isna().all():
+        return None
+    gains = {
+        method: (means[method] - means[reference]).dropna().tolist()
+        for method in means.columns
+        if method != reference
+    }
+    names = {"macro_f1": "macro-F1", "balanced_accuracy": "balanced accuracy"}
+    title = f"{table.name}: {names.get(metric, metric)} gain over {reference} per case"
+    fig = plots.plot_case_gains(gains, reference=reference, title=title)
+    return plots.save_figure(fig, Path(out_dir) / f"{table.name}_gains.png")

@@ -398,6 +398,8 @@ GENERALITY_METHODS: tuple[tuple[str, str, tuple[tuple[str, Any], ...]], ...] = (
     # the ablation the issue asks for: the default has no calibrator since this row did not
     # earn it a place (README, "Which adapter should I use?")
     ("adaptable", "default + temperature calibrator", ((CALIBRATOR_OPTION, "temperature"),)),
+    # the opt-in decision where the default keeps argmax (design_experiments.md)
+    ("adaptable", "default, fallback=plugin", (("fallback", "plugin"),)),
     ("oracle_prior", "Oracle prior", ()),
 )
 
@@ -455,6 +457,7 @@ DEVELOPMENT_METHODS: tuple[tuple[str, str, tuple[tuple[str, Any], ...]], ...] = 
     ("balanced", "Balanced", ()),
     ("em", "EM", ()),
     ("adaptable", "AdapTable (default)", ()),
+    ("adaptable", "default, fallback=plugin", (("fallback", "plugin"),)),
     ("oracle_prior", "Oracle prior", ()),
 )
 

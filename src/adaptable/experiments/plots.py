@@ -10,7 +10,10 @@ experiment: :mod:`adaptable.experiments.figures` gathers the data and calls thes
 * average temperature against the MMD between the source data and test batches (natural stream
   and corruptions), with degenerate scenarios drawn but left out of the correlation;
 * hyperparameter sensitivity (macro-F1 against alpha, q_low, q_high);
-* efficiency (time per test row against macro-F1).
+* efficiency (time per test row against macro-F1);
+* beyond the paper, for the benchmark tables with summary lines (``generality``,
+  ``development``): each method's per-case gain over the unadapted model, sorted, so that the
+  cases won, the mean and the worst loss read off one curve per method.
 
 Each ``plot_*`` function returns the matplotlib ``Figure``; :func:`save_figure` writes it.
 
@@ -235,5 +238,46 @@ def plot_efficiency(frame: Any, title: str = "") -> Any:
            title=title)  # fmt: skip
     if drawn:
         ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_case_gains(
+    gains: Mapping[str, Sequence[float]],
+    *,
+    reference: str = "Source",
+    floor: float = -20.0,
+    title: str = "",
+) -> Any:
+    """Each method's per-case gain over ``reference`` (points), sorted from worst to best.
+
+    One line per method; x is the share of cases, so the point where a line crosses 0 says how
+    many cases it loses, its left end its worst case and the area above 0 its gains. The y axis
+    stops at ``floor`` (a method that falls below it is marked at the edge, with its worst case
+    in the legend) so that one bad method does not squash the others.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    top = 1.0
+    for i, (method, values) in enumerate(gains.items()):
+        ordered = np.sort(np.asarray([v for v in values if not math.isnan(v)], dtype=float))
+        if not len(ordered):
+            continue
+        share = (np.arange(len(ordered)) + 0.5) / len(ordered)
+        won, lost = int(np.sum(ordered > 0)), int(np.sum(ordered < 0))
+        label = (
+            f"{method} (won {won}, lost {lost}, mean {ordered.mean():+.1f}, "
+            f"worst {ordered[0]:+.1f})"
+        )
+        ax.plot(share, np.maximum(ordered, floor), color=f"C{i % 10}", label=label,
+                marker=_MARKERS[i % len(_MARKERS)], markevery=max(len(ordered) // 8, 1),
+                markersize=4)  # fmt: skip
+        top = max(top, float(ordered[-1]))
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.axhline(-1.0, color="grey", linewidth=0.8, linestyle="--")
+    ax.set_ylim(floor - 1.0, top + 1.0)
+    ax.set(xlabel="share of cases, sorted by gain", ylabel=f"gain over {reference} (points)",
+           title=title)  # fmt: skip
+    ax.legend(fontsize=7, loc="upper left", frameon=False)
     fig.tight_layout()
     return fig
