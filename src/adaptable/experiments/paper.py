@@ -377,15 +377,6 @@ GENERALITY_DOMAIN_SPLITS = (
 #: pure label shift: the in-domain test split resampled (adaptable.shifts.prior_shifts)
 GENERALITY_BINARY_PRIORS = ("prior_0.1", "prior_0.5", "prior_0.9")
 GENERALITY_DIRICHLET_PRIORS = ("prior_dirichlet_0", "prior_dirichlet_1", "prior_dirichlet_2")
-GENERALITY_LABEL_SHIFTS = tuple(
-    (dataset, scenario)
-    for dataset in ("heloc", "hospital_readmission", "adult_education")
-    for scenario in GENERALITY_BINARY_PRIORS
-) + tuple(("cmc_education", scenario) for scenario in GENERALITY_DIRICHLET_PRIORS)
-#: every (dataset, scenario) case of ``adaptable reproduce generality``
-GENERALITY_CASES = (
-    tuple((dataset, "natural") for dataset in GENERALITY_DOMAIN_SPLITS) + GENERALITY_LABEL_SHIFTS
-)
 #: the generality benchmark's source models
 GENERALITY_MODELS = ("logreg", "xgboost", "mlp")
 #: its columns: (method, label, options); the AdapTable presets are the issue's three
@@ -402,38 +393,72 @@ GENERALITY_METHODS: tuple[tuple[str, str, tuple[tuple[str, Any], ...]], ...] = (
     ("adaptable", "default, fallback=plugin", (("fallback", "plugin"),)),
     ("oracle_prior", "Oracle prior", ()),
 )
+_ORACLE_NOTE = (
+    "Oracle prior reads the labels of the whole test stream (the true target prior): a "
+    "reference, not a method. No row has a paper value."
+)
 
-TABLES["generality"] = from_cases(
+
+def benchmark_cases(
+    domain_splits: Iterable[str], binary: Iterable[str], dirichlet: str
+) -> tuple[tuple[str, str], ...]:
+    """(dataset, scenario) cases of a benchmark table: each domain split's natural shift, then
+    the binary prior shifts of the ``binary`` tasks and the Dirichlet ones of ``dirichlet``."""
+    return (
+        tuple((dataset, "natural") for dataset in domain_splits)
+        + tuple((dataset, s) for dataset in binary for s in GENERALITY_BINARY_PRIORS)
+        + tuple((dirichlet, s) for s in GENERALITY_DIRICHLET_PRIORS)
+    )
+
+
+def _benchmark_table(
+    name: str,
+    title: str,
+    cases: tuple[tuple[str, str], ...],
+    methods: tuple[tuple[str, str, tuple[tuple[str, Any], ...]], ...],
+    note: str,
+) -> TableDef:
+    """A table of the generality benchmark's kind: every method for each source model, three
+    metrics, and the summary lines against Source and the balanced rule."""
+    return from_cases(
+        name,
+        title,
+        cases,
+        tuple(
+            Row(model, method, label, options=options)
+            for model in GENERALITY_MODELS
+            for method, label, options in methods
+        ),
+        metrics=("macro_f1", "balanced_accuracy", "accuracy"),
+        summary=Summary(
+            reference="Source",
+            simple_rule="Balanced",
+            tolerance=1.5,
+            groups=(
+                ("domain splits", ("natural",)),
+                ("pure label shift", GENERALITY_BINARY_PRIORS + GENERALITY_DIRICHLET_PRIORS),
+            ),
+        ),
+        notes=(note, _ORACLE_NOTE),
+    )
+
+
+#: every (dataset, scenario) case of ``adaptable reproduce generality``
+GENERALITY_CASES = benchmark_cases(
+    GENERALITY_DOMAIN_SPLITS, ("heloc", "hospital_readmission", "adult_education"), "cmc_education"
+)
+TABLES["generality"] = _benchmark_table(
     "generality",
     "Generality benchmark: domain splits of public tabular data and pure label shifts; "
     "logistic regression, XGBoost and MLP sources",
     GENERALITY_CASES,
-    tuple(
-        Row(model, method, label, options=options)
-        for model in GENERALITY_MODELS
-        for method, label, options in GENERALITY_METHODS
-    ),
-    metrics=("macro_f1", "balanced_accuracy", "accuracy"),
-    summary=Summary(
-        reference="Source",
-        simple_rule="Balanced",
-        tolerance=1.5,
-        groups=(
-            ("domain splits", ("natural",)),
-            ("pure label shift", GENERALITY_BINARY_PRIORS + GENERALITY_DIRICHLET_PRIORS),
-        ),
-    ),
-    notes=(
-        "A case is one (dataset, shift, source model); each method's value is its mean over the "
-        "seeds, and differences are taken between those means. Test streams are shuffled, "
-        "batches of 64. Domain splits train on the first domain and test on the second "
-        "(adaptable.datasets.domain_cases); pure label shifts resample the in-domain test "
-        "split without replacement (adaptable.shifts.prior_shifts).",
-        "Oracle prior reads the labels of the whole test stream (the true target prior): a "
-        "reference, not a method. No row has a paper value.",
-    ),
+    GENERALITY_METHODS,
+    "A case is one (dataset, shift, source model); each method's value is its mean over the "
+    "seeds, and differences are taken between those means. Test streams are shuffled, "
+    "batches of 64. Domain splits train on the first domain and test on the second "
+    "(adaptable.datasets.domain_cases); pure label shifts resample the in-domain test "
+    "split without replacement (adaptable.shifts.prior_shifts).",
 )
-
 
 #: the development benchmark's domain splits (adaptable.datasets.domain_cases.DEVELOPMENT_CASES):
 #: other split columns of the same data sets, on which the default adapter's design is chosen so
@@ -444,42 +469,24 @@ DEVELOPMENT_DOMAIN_SPLITS = (
     "compas_race", "compas_age", "compas_priors", "german_age", "german_checking",
     "cmc_age", "cmc_working", "cmc_children",
 )  # fmt: skip
-DEVELOPMENT_LABEL_SHIFTS = tuple(
-    (dataset, scenario)
-    for dataset in ("heloc_trades", "adult_sex", "compas_race")
-    for scenario in GENERALITY_BINARY_PRIORS
-) + tuple(("cmc_age", scenario) for scenario in GENERALITY_DIRICHLET_PRIORS)
-DEVELOPMENT_CASES = (
-    tuple((dataset, "natural") for dataset in DEVELOPMENT_DOMAIN_SPLITS) + DEVELOPMENT_LABEL_SHIFTS
+DEVELOPMENT_CASES = benchmark_cases(
+    DEVELOPMENT_DOMAIN_SPLITS, ("heloc_trades", "adult_sex", "compas_race"), "cmc_age"
 )
-DEVELOPMENT_METHODS: tuple[tuple[str, str, tuple[tuple[str, Any], ...]], ...] = (
-    ("source", "Source", ()),
-    ("balanced", "Balanced", ()),
-    ("em", "EM", ()),
-    ("adaptable", "AdapTable (default)", ()),
-    ("adaptable", "default, fallback=plugin", (("fallback", "plugin"),)),
-    ("oracle_prior", "Oracle prior", ()),
+#: the generality columns without the paper preset and the calibrator ablation
+DEVELOPMENT_METHODS = tuple(
+    m
+    for m in GENERALITY_METHODS
+    if m[1] not in ("AdapTable (paper)", "default + temperature calibrator")
 )
-
-TABLES["development"] = from_cases(
+TABLES["development"] = _benchmark_table(
     "development",
     "Development benchmark: the domain splits and pure label shifts on which the default "
     "adapter's design is chosen (the generality benchmark stays held out)",
     DEVELOPMENT_CASES,
-    tuple(
-        Row(model, method, label, options=options)
-        for model in GENERALITY_MODELS
-        for method, label, options in DEVELOPMENT_METHODS
-    ),
-    metrics=("macro_f1", "balanced_accuracy", "accuracy"),
-    summary=TABLES["generality"].summary,
-    notes=(
-        "Built like the generality benchmark (same protocol, models and summary lines) on "
-        "other split columns and other in-domain test splits, so that a design chosen here is "
-        "checked on cases it was not chosen on.",
-        "Oracle prior reads the labels of the whole test stream (the true target prior): a "
-        "reference, not a method. No row has a paper value.",
-    ),
+    DEVELOPMENT_METHODS,
+    "Built like the generality benchmark (same protocol, models and summary lines) on "
+    "other split columns and other in-domain test splits, so that a design chosen here is "
+    "checked on cases it was not chosen on.",
 )
 
 
