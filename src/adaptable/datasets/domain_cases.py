@@ -150,6 +150,19 @@ def _equals(column: str, *values: str) -> Mask:
     return lambda frame: frame[column].isin(values).to_numpy()
 
 
+def _at_most(column: str, value: float) -> Mask:
+    """Rows whose number in ``column`` is at most ``value`` (a missing number is in neither)."""
+    return lambda frame: (_numeric(frame, column) <= value).to_numpy()
+
+
+def _above(column: str, value: float) -> Mask:
+    return lambda frame: (_numeric(frame, column) > value).to_numpy()
+
+
+def _number_is(column: str, value: float) -> Mask:
+    return lambda frame: (_numeric(frame, column) == value).to_numpy()
+
+
 def _heloc_base() -> Base:
     from adaptable.datasets import heloc
 
@@ -211,7 +224,7 @@ CASES: dict[str, DomainCase] = {
             "NetFractionRevolvingBurden <= 40",
             "NetFractionRevolvingBurden > 40",
             "NetFractionRevolvingBurden",
-            lambda f: (_numeric(f, "NetFractionRevolvingBurden") <= 40).to_numpy(),
+            _at_most("NetFractionRevolvingBurden", 40),
             kept=True,
         ),
         DomainCase(
@@ -221,7 +234,7 @@ CASES: dict[str, DomainCase] = {
             "MaxDelqEver = 8 (current and never delinquent)",
             "every other MaxDelqEver",
             "MaxDelqEver",
-            lambda f: (_numeric(f, "MaxDelqEver") == 8).to_numpy(),
+            _number_is("MaxDelqEver", 8),
         ),
         DomainCase(
             "readmission_gender",
@@ -230,7 +243,7 @@ CASES: dict[str, DomainCase] = {
             "gender 0 (Female, and the 3 Unknown/Invalid rows, as TableShift's grouper)",
             "gender 1 (Male)",
             "gender",
-            lambda f: (_numeric(f, "gender") == 0).to_numpy(),
+            _number_is("gender", 0),
         ),
         DomainCase(
             "readmission_emergency",
@@ -239,7 +252,7 @@ CASES: dict[str, DomainCase] = {
             "number_emergency = 0",
             "number_emergency >= 1",
             "number_emergency",
-            lambda f: (_numeric(f, "number_emergency") == 0).to_numpy(),
+            _number_is("number_emergency", 0),
             kept=True,
         ),
         DomainCase(
@@ -260,7 +273,7 @@ CASES: dict[str, DomainCase] = {
             "education_num <= 9 (HS-grad or less)",
             "education_num >= 10",
             "education_num",
-            lambda f: (_numeric(f, "education_num") <= 9).to_numpy(),
+            _at_most("education_num", 9),
             kept=True,
         ),
         DomainCase(
@@ -367,7 +380,7 @@ DEVELOPMENT_CASES: dict[str, DomainCase] = {
             "NumInqLast6M = 0",
             "NumInqLast6M >= 1",
             "NumInqLast6M",
-            lambda f: (_numeric(f, "NumInqLast6M") == 0).to_numpy(),
+            _number_is("NumInqLast6M", 0),
         ),
         DomainCase(
             "heloc_trades",
@@ -376,7 +389,7 @@ DEVELOPMENT_CASES: dict[str, DomainCase] = {
             "NumTotalTrades <= 20",
             "NumTotalTrades > 20",
             "NumTotalTrades",
-            lambda f: (_numeric(f, "NumTotalTrades") <= 20).to_numpy(),
+            _at_most("NumTotalTrades", 20),
             kept=True,
         ),
         DomainCase(
@@ -395,7 +408,7 @@ DEVELOPMENT_CASES: dict[str, DomainCase] = {
             "age <= 35",
             "age > 35",
             "age",
-            lambda f: (_numeric(f, "age") <= 35).to_numpy(),
+            _at_most("age", 35),
             kept=True,
         ),
         DomainCase(
@@ -414,7 +427,7 @@ DEVELOPMENT_CASES: dict[str, DomainCase] = {
             "hours_per_week <= 40",
             "hours_per_week > 40",
             "hours_per_week",
-            lambda f: (_numeric(f, "hours_per_week") <= 40).to_numpy(),
+            _at_most("hours_per_week", 40),
             kept=True,
         ),
         DomainCase(
@@ -433,7 +446,7 @@ DEVELOPMENT_CASES: dict[str, DomainCase] = {
             "age <= 30",
             "age > 30",
             "age",
-            lambda f: (_numeric(f, "age") <= 30).to_numpy(),
+            _at_most("age", 30),
             kept=True,
         ),
         DomainCase(
@@ -443,7 +456,7 @@ DEVELOPMENT_CASES: dict[str, DomainCase] = {
             "priors_count <= 1",
             "priors_count >= 2",
             "priors_count",
-            lambda f: (_numeric(f, "priors_count") <= 1).to_numpy(),
+            _at_most("priors_count", 1),
             kept=True,
         ),
         DomainCase(
@@ -453,7 +466,7 @@ DEVELOPMENT_CASES: dict[str, DomainCase] = {
             "age > 30",
             "age <= 30",
             "age",
-            lambda f: (_numeric(f, "age") > 30).to_numpy(),
+            _above("age", 30),
             kept=True,
         ),
         DomainCase(
@@ -472,7 +485,7 @@ DEVELOPMENT_CASES: dict[str, DomainCase] = {
             "wife_age <= 32",
             "wife_age > 32",
             "wife_age",
-            lambda f: (_numeric(f, "wife_age") <= 32).to_numpy(),
+            _at_most("wife_age", 32),
             kept=True,
         ),
         DomainCase(
@@ -491,7 +504,7 @@ DEVELOPMENT_CASES: dict[str, DomainCase] = {
             "n_children <= 2",
             "n_children > 2",
             "n_children",
-            lambda f: (_numeric(f, "n_children") <= 2).to_numpy(),
+            _at_most("n_children", 2),
             kept=True,
         ),
     )

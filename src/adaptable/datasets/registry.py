@@ -107,28 +107,19 @@ def _domain_case(name: str) -> Callable[[], TaskInfo]:
     return factory
 
 
-def _generality_names() -> tuple[str, ...]:
-    from adaptable.datasets.domain_cases import CASES
+def _case_names(registry: str) -> tuple[str, ...]:
+    from adaptable.datasets import domain_cases
 
-    return tuple(CASES)
+    return tuple(getattr(domain_cases, registry))
 
 
 #: the generality benchmark's domain-split cases (adaptable.datasets.domain_cases), listed
 #: apart from the paper's six tasks
-GENERALITY_TASKS = _generality_names()
-_FACTORIES.update({name: _domain_case(name) for name in GENERALITY_TASKS})
-
-
-def _development_names() -> tuple[str, ...]:
-    from adaptable.datasets.domain_cases import DEVELOPMENT_CASES
-
-    return tuple(DEVELOPMENT_CASES)
-
-
+GENERALITY_TASKS = _case_names("CASES")
 #: the development benchmark's domain-split cases: other splits of the same data sets, on
 #: which the default adapter's design is chosen (the generality cases stay held out)
-DEVELOPMENT_TASKS = _development_names()
-_FACTORIES.update({name: _domain_case(name) for name in DEVELOPMENT_TASKS})
+DEVELOPMENT_TASKS = _case_names("DEVELOPMENT_CASES")
+_FACTORIES.update({name: _domain_case(name) for name in GENERALITY_TASKS + DEVELOPMENT_TASKS})
 #: task group -> its tasks, in the order ``available()`` lists them
 GROUPS = {"paper": TASKS, "generality": GENERALITY_TASKS, "development": DEVELOPMENT_TASKS}
 
