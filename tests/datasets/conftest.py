@@ -27,6 +27,18 @@ def split_sizes(n_id: int, n_ood: int) -> tuple[int, int, int]:
     return n_id - rest, rest - id_test, n_ood - math.ceil(0.1 * n_ood)
 
 
+def load_case_or_skip(case: str, data_dir: Path) -> tuple[object, tuple[int, int, int, int]]:
+    """A domain-split case from the real files and its (train, valid, id_test, test) rows;
+    skips the test, naming the file, when the raw file is absent."""
+    from adaptable import datasets
+
+    try:
+        ds = datasets.load(case, data_dir=data_dir)
+    except datasets.DataFileError as err:
+        pytest.skip(f"raw file of {case} absent: {err}")
+    return ds, tuple(len(s.y) for s in (ds.train, ds.valid, ds.id_test, ds.test))
+
+
 @pytest.fixture(scope="session")
 def expected_sizes() -> Callable[[int, int], tuple[int, int, int]]:
     """The split-size rule as a function of the in-domain and out-of-domain row counts."""

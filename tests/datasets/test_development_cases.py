@@ -12,6 +12,8 @@ import pytest
 from adaptable import datasets
 from adaptable.datasets import domain_cases
 
+from .conftest import load_case_or_skip
+
 #: (train, valid, id_test, test) rows of each case from the publishers' files
 REAL_SIZES = {
     "heloc_inquiries": (3139, 392, 393, 5881),
@@ -60,11 +62,7 @@ def test_an_absent_file_is_named_with_where_to_get_it(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("case", list(REAL_SIZES))
 def test_real_files_give_the_documented_sizes_and_domains(data_dir: Path, case: str) -> None:
-    try:
-        ds = datasets.load(case, data_dir=data_dir)
-    except datasets.DataFileError as err:
-        pytest.skip(f"raw file of {case} absent: {err}")
-    sizes = tuple(len(s.y) for s in (ds.train, ds.valid, ds.id_test, ds.test))
+    ds, sizes = load_case_or_skip(case, data_dir)
     assert sizes == REAL_SIZES[case]
     spec = domain_cases.DEVELOPMENT_CASES[case]
     assert (spec.column in ds.features) is spec.kept

@@ -18,7 +18,7 @@ from adaptable import datasets
 from adaptable.datasets import adult, cmc, compas, domain_cases, german
 from adaptable.datasets._base import split_positions
 
-from .conftest import split_sizes
+from .conftest import load_case_or_skip, split_sizes
 
 # --------------------------------------------------------------------------- raw-file writers
 
@@ -434,11 +434,7 @@ REAL_SIZES = {
 
 @pytest.mark.parametrize("case", list(REAL_SIZES))
 def test_real_files_give_the_documented_sizes(data_dir: Path, case: str) -> None:
-    try:
-        ds = datasets.load(case, data_dir=data_dir)
-    except datasets.DataFileError as err:
-        pytest.skip(f"raw file of {case} absent: {err}")
-    sizes = tuple(len(s.y) for s in (ds.train, ds.valid, ds.id_test, ds.test))
+    ds, sizes = load_case_or_skip(case, data_dir)
     assert sizes == REAL_SIZES[case]
     _check_kinds(ds)
     assert ds.n_classes == (3 if case.startswith("cmc") else 2)
