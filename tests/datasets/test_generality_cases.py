@@ -463,12 +463,16 @@ def test_cli_lists_the_cases_apart_from_the_paper_tasks(tmp_path: Path, capsys) 
     write_german(tmp_path)
     assert main(["datasets", "--data-dir", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "[paper]" and "[generality]" in lines and "[development]" in lines
-    start, stop = lines.index("[generality]"), lines.index("[development]")
-    assert lines[start - 1] == "" and lines[stop - 1] == ""
-    assert [line.split()[0] for line in lines[start + 1 : stop - 1]] == list(
-        datasets.GENERALITY_TASKS
-    )
-    assert [line.split()[0] for line in lines[stop + 1 :]] == list(datasets.DEVELOPMENT_TASKS)
+    assert lines[0] == "[paper]"
+    starts = [lines.index(f"[{group}]") for group in ("generality", "development", "confirmation")]
+    assert all(lines[start - 1] == "" for start in starts)
+    ends = [*(start - 1 for start in starts[1:]), len(lines)]
+    for start, end, tasks in zip(
+        starts,
+        ends,
+        (datasets.GENERALITY_TASKS, datasets.DEVELOPMENT_TASKS, datasets.CONFIRMATION_TASKS),
+        strict=True,
+    ):
+        assert [line.split()[0] for line in lines[start + 1 : end]] == list(tasks)
     assert lines[lines.index("[generality]") + 1].split() == ["heloc_burden", "absent"]
     assert next(line for line in lines if line.startswith("german_housing")).endswith("present")

@@ -1,6 +1,6 @@
 """The six TableShift tasks AdapTable is evaluated on, the generality benchmark's domain-split
-cases (``GENERALITY_TASKS``), the development benchmark's cases (``DEVELOPMENT_TASKS``), and the
-shared Encoder.
+cases (``GENERALITY_TASKS``), the development benchmark's cases (``DEVELOPMENT_TASKS``), the
+confirmation benchmark's cases (``CONFIRMATION_TASKS``), and the shared Encoder.
 
 >>> from adaptable import datasets
 >>> ds = datasets.load("hospital_readmission")  # embedded copy, no data directory needed
@@ -15,6 +15,7 @@ from adaptable.datasets._base import (
     resolve_data_dir,
 )
 from adaptable.datasets.registry import (
+    CONFIRMATION_TASKS,
     DEVELOPMENT_TASKS,
     GENERALITY_TASKS,
     TASKS,
@@ -42,6 +43,7 @@ __all__ = [
     "FeatureBlock",
     "ShiftDataset",
     "Split",
+    "CONFIRMATION_TASKS",
     "DEVELOPMENT_TASKS",
     "GENERALITY_TASKS",
     "TASKS",

@@ -1,0 +1,80 @@
+"""The confirmation benchmark's domain splits: registered apart, disjoint from the generality
+and development cases, and cut as documented from the publishers' files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from adaptable import datasets
+from adaptable.datasets import domain_cases
+
+from .conftest import load_case_or_skip
+
+#: (train, valid, id_test, test) rows of each case from the publishers' files
+REAL_SIZES = {
+    "heloc_history": (6211, 776, 777, 1681),
+    "heloc_utilization": (3446, 431, 431, 4482),
+    "heloc_installments": (3571, 446, 447, 4866),
+    "adult_occupation": (19855, 2482, 2482, 21620),
+    "adult_capital": (35845, 4481, 4481, 3631),
+    "compas_juvenile": (4568, 571, 572, 414),
+    "german_employment": (341, 43, 43, 515),
+    "german_history": (424, 53, 53, 423),
+    "german_amount": (429, 54, 54, 416),
+    "cmc_living": (547, 68, 69, 710),
+    "cmc_husband_education": (719, 90, 90, 516),
+}
+
+
+def test_confirmation_cases_are_listed_apart(tmp_path: Path) -> None:
+    assert list(datasets.CONFIRMATION_TASKS) == list(domain_cases.CONFIRMATION_CASES)
+    assert list(REAL_SIZES) == list(datasets.CONFIRMATION_TASKS)
+    status = datasets.available(tmp_path)
+    assert [n for n, i in status.items() if i["group"] == "confirmation"] == list(
+        datasets.CONFIRMATION_TASKS
+    )
+    others = set(datasets.GENERALITY_TASKS) | set(datasets.DEVELOPMENT_TASKS) | set(datasets.TASKS)
+    assert not set(datasets.CONFIRMATION_TASKS) & others
+    assert domain_cases.ALL_CASES == {
+        **domain_cases.CASES,
+        **domain_cases.DEVELOPMENT_CASES,
+        **domain_cases.CONFIRMATION_CASES,
+    }
+
+
+def test_no_confirmation_case_reuses_a_split_of_another_benchmark() -> None:
+    # The confirmation cases check designs chosen on the development cases and checked on the
+    # generality ones: none may cut a data set along a column either of them cuts.
+    used = {(c.base, c.column) for c in domain_cases.CASES.values()}
+    used |= {(c.base, c.column) for c in domain_cases.DEVELOPMENT_CASES.values()}
+    used |= {("heloc", "ExternalRiskEstimate"), ("hospital_readmission", "admission_source_id")}
+    for case in domain_cases.CONFIRMATION_CASES.values():
+        assert (case.base, case.column) not in used, case.name
+
+
+def test_between_keeps_helocs_special_codes_out_of_both_domains() -> None:
+    frame = pd.DataFrame({"MSinceOldestTradeOpen": [-9, -8, 0, 120, 121, 400]})
+    case = domain_cases.CONFIRMATION_CASES["heloc_history"]
+    assert case.in_first(frame).tolist() == [False, False, False, False, True, True]
+    assert case.in_second(frame).tolist() == [False, False, True, True, False, False]
+
+
+def test_an_absent_file_is_named_with_where_to_get_it(tmp_path: Path) -> None:
+    with pytest.raises(datasets.DataFileError, match="german.data"):
+        datasets.load("german_employment", data_dir=tmp_path)
+
+
+@pytest.mark.parametrize("case", list(REAL_SIZES))
+def test_real_files_give_the_documented_sizes_and_domains(data_dir: Path, case: str) -> None:
+    ds, sizes = load_case_or_skip(case, data_dir)
+    assert sizes == REAL_SIZES[case]
+    spec = domain_cases.CONFIRMATION_CASES[case]
+    assert (spec.column in ds.features) is spec.kept
+    assert ds.n_classes == (3 if case.startswith("cmc") else 2)
+    if spec.kept:  # the kept split column separates the two domains exactly
+        first = pd.concat([ds.train.X, ds.valid.X, ds.id_test.X])
+        assert np.all(spec.in_first(first)) and not np.any(spec.in_first(ds.test.X))
