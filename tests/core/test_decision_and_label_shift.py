@@ -131,6 +131,33 @@ def test_map_em_step_by_hand() -> None:
     np.testing.assert_allclose(prior, [(1.2 + 1.0) / 4, (0.8 + 1.0) / 4])
 
 
+def test_likelihood_ratio_by_hand() -> None:
+    est = OnlinePriorEstimate(np.array([0.5, 0.5]), strength=0.0)
+    assert est.likelihood_ratio() == 0.0  # no row yet
+    est.add(np.array([[0.8, 0.2], [0.3, 0.7]]))
+    est.prior = np.array([0.5, 0.5])  # p_t = p_s: every row's ratio is one
+    assert est.likelihood_ratio() == pytest.approx(0.0, abs=1e-12)
+    est.prior = np.array([0.8, 0.2])
+    # Rows: 0.8 * 1.6 + 0.2 * 0.4 = 1.36 and 0.3 * 1.6 + 0.7 * 0.4 = 0.76.
+    expected = 2 * (np.log(1.36) + np.log(0.76))
+    assert est.likelihood_ratio() == pytest.approx(expected, rel=1e-12)
+
+
+def test_likelihood_ratio_counts_every_stream_row_the_reservoir_stands_for() -> None:
+    q = np.array([[0.9, 0.1], [0.2, 0.8]] * 50)
+    small = OnlinePriorEstimate(np.array([0.5, 0.5]), capacity=100)
+    large = OnlinePriorEstimate(np.array([0.5, 0.5]), capacity=50, seed=0)
+    small.add(q), large.add(q)
+    small.prior = large.prior = np.array([0.7, 0.3])
+    # The 50 kept rows of the second stand for 100; their statistic is scaled to match.
+    kept = large.reservoir
+    scaled = 2 * 2 * np.log((kept * [1.4, 0.6]).sum(axis=1)).sum()
+    assert large.likelihood_ratio() == pytest.approx(scaled, rel=1e-12)
+    assert small.likelihood_ratio() == pytest.approx(
+        2 * 50 * (np.log(0.9 * 1.4 + 0.1 * 0.6) + np.log(0.2 * 1.4 + 0.8 * 0.6)), rel=1e-12
+    )
+
+
 def test_map_em_recovers_a_known_prior_and_the_reservoir_stays_bounded() -> None:
     rng = np.random.default_rng(4)
     source = np.array([0.7, 0.3])

@@ -97,6 +97,28 @@ def test_covariate_shift_keeps_the_decision_of_the_source_rule(source) -> None:
     assert accuracy_score(y, pred) >= accuracy_score(y, model.predict(X)) - 0.01
 
 
+def test_without_any_shift_label_shift_correction_waits_for_evidence(source) -> None:
+    # In-domain rows: consistent with pure label shift (the moment test accepts), but the
+    # label distribution did not move, so the likelihood-ratio test keeps the correction off
+    # and the adapter decides as without label shift (the balanced rule chosen on the
+    # held-out rows, which the stream's expected confusion also favours).
+    model, X, y = source
+    rng = np.random.default_rng(5)
+    rows = draw((rng.random(1280) < 0.2).astype(int), rng)
+    method = fitted(source)
+    rules = []
+    for i in range(0, len(rows), 64):
+        method.predict_proba(rows.iloc[i : i + 64])
+        rules.append(method.state.decision_rule)
+        assert method.state.shift_statistic <= method.shift_test_threshold
+    assert "label_shift" not in rules
+    assert method._prior_estimate.likelihood_ratio() < 3.84
+    # The previous default (no likelihood-ratio test) corrects from the first batch.
+    ungated = fitted(source, label_shift_level=1.0)
+    ungated.predict_proba(rows.iloc[:64])
+    assert ungated.state.decision_rule == "label_shift"
+
+
 def test_imbalanced_source_without_shift_chooses_the_balanced_rule_for_macro_f1(source) -> None:
     method = fitted(source)
     assert method.rule_.name == "balanced"  # a 20 % minority under-called by argmax
@@ -185,7 +207,28 @@ def test_files_from_before_the_presets_load_as_the_paper_algorithm(source, tmp_p
     np.testing.assert_array_equal(old.predict_proba(batch), paper.predict_proba(batch))
 
 
+def test_files_from_before_the_likelihood_ratio_test_load_without_it(source, tmp_path) -> None:
+    import json
+
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    model, *_ = source
+    method = fitted(source, label_shift_level=1.0)
+    path = tmp_path / "before.safetensors"
+    method.save(path)
+    with safe_open(str(path), framework="numpy") as handle:
+        meta = json.loads(handle.metadata()["adaptable"])
+    del meta["params"]["label_shift_level"]  # what a file of the previous version holds
+    save_file(load_file(str(path)), str(path), metadata={"adaptable": json.dumps(meta)})
+    assert load(AdapTable, path, model).label_shift_level == 1.0
+    method.set_params(label_shift_level=0.01).save(path)
+    assert load(AdapTable, path, model).label_shift_level == 0.01
+
+
 def test_bad_default_parameters_name_themselves() -> None:
+    with pytest.raises(ValueError, match="label_shift_level"):
+        AdapTable(label_shift_level=0.0)
     with pytest.raises(ValueError, match="objective"):
         AdapTable(objective="f2")
     with pytest.raises(ValueError, match="preset"):

@@ -63,6 +63,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import os
 import time
@@ -1160,6 +1161,12 @@ class AdapTable(TestTimeMethod):
         prior_strength: default preset: rows' worth of the Dirichlet prior in the MAP estimate
             of the target label distribution (centred at the uniform distribution for macro-F1
             and balanced accuracy, at p_s for accuracy).
+        label_shift_level: default preset: label-shift correction also needs the stream to
+            show that the label distribution moved: the likelihood-ratio test of the estimate
+            against p_s (:meth:`~adaptable.core.label_shift.OnlinePriorEstimate.likelihood_ratio`,
+            chi-squared with C - 1 degrees of freedom) must reject at this level. Until it does,
+            the adapter decides as where the stream is not a label shift. ``1.0`` turns the
+            test off (the default before 2026-11-23).
         rule_evidence: default preset: the balanced rule replaces argmax when it beats argmax
             on the held-out rows and on at least this share of bootstrap resamples of them.
         fallback: default preset: the decision where the stream is not a label shift and the
@@ -1214,6 +1221,7 @@ class AdapTable(TestTimeMethod):
         "objective": [StrOptions(OBJECTIVES)],
         "shift_test_threshold": [Interval(Real, None, None, closed="neither")],
         "prior_strength": [Interval(Real, 0, None, closed="left")],
+        "label_shift_level": [Interval(Real, 0, 1, closed="right")],
         "rule_evidence": [Interval(Real, 0, 1, closed="both")],
         "fallback": [StrOptions(FALLBACKS)],
         "alpha": [Interval(Real, 0, 1, closed="both")],
@@ -1248,6 +1256,7 @@ class AdapTable(TestTimeMethod):
         calibrator: str = "auto",
         shift_test_threshold: float = 3.0,
         prior_strength: float = 64.0,
+        label_shift_level: float = 0.05,
         rule_evidence: float = 0.8,
         fallback: str = "argmax",
         alpha: float = 0.1,
@@ -1277,6 +1286,7 @@ class AdapTable(TestTimeMethod):
         self.calibrator = calibrator
         self.shift_test_threshold = shift_test_threshold
         self.prior_strength = prior_strength
+        self.label_shift_level = label_shift_level
         self.rule_evidence = rule_evidence
         self.fallback = fallback
         self.alpha = alpha
@@ -1660,9 +1670,10 @@ class AdapTable(TestTimeMethod):
     ) -> BatchResult:
         """The default preset's decision for one batch (``docs/method.md``, section 7).
 
-        While the stream is consistent with pure label shift: the MAP-EM estimate p_t of the
-        target label distribution, the posteriors q re-weighted by p_t / p_s, and the class
-        weights that maximise the expected objective over the stream so far. Otherwise: the
+        While the stream is consistent with pure label shift and the estimate p_t (MAP-EM) of
+        the target label distribution differs from p_s by the likelihood-ratio test: the
+        posteriors q re-weighted by p_t / p_s, and the class weights that maximise the
+        expected objective over the stream so far. Otherwise: the
         balanced rule argmax p / p_s where both the held-out source rows (``rule_``) and the
         model's own calibrated view of the stream so far say it serves the objective better
         than argmax; else argmax.
@@ -1677,8 +1688,8 @@ class AdapTable(TestTimeMethod):
             # (2, n) predictions of argmax (weights 1) and the balanced rule (weights 1 / p_s).
             rules = (proba * self._rule_weights).argmax(axis=-1)
             self._expected += expected_confusion(calibrated, rules)
-        if self.shift_test_.z_score() <= self.shift_test_threshold:
-            target = self._prior_estimate.estimate()
+        if self._label_shift_applies():
+            target = self._prior_estimate.prior.copy()
             posteriors = self._prior_estimate.target_posteriors(calibrated)
             weights = plugin_weights(self._prior_estimate.target_posteriors(), self.objective)
             self._last_rule = "label_shift"
@@ -1703,6 +1714,17 @@ class AdapTable(TestTimeMethod):
                 self._last_rule = "source"
         proba = normalize(posteriors if weights is None else posteriors * weights)
         return BatchResult(proba, target, target, np.full(len(logits), np.nan), None)
+
+    def _label_shift_applies(self) -> bool:
+        """The stream is consistent with pure label shift (the moment test) and its label
+        distribution moved (the likelihood-ratio test); updates the estimate p_t."""
+        if self.shift_test_.z_score() > self.shift_test_threshold:
+            return False
+        self._prior_estimate.estimate()
+        if self.label_shift_level >= 1.0:
+            return True
+        critical = _chi2_critical(self.label_shift_level, self.n_classes_ - 1)
+        return self._prior_estimate.likelihood_ratio() >= critical
 
     def reset(self) -> None:
         """Back to the state right after fit (the online estimates and test forget the stream)."""
@@ -1810,6 +1832,14 @@ class AdapTable(TestTimeMethod):
         self._last_rule = None
         self._n_batches = 0
         self.classes_ = classes
+
+
+@functools.lru_cache(maxsize=16)
+def _chi2_critical(level: float, degrees: int) -> float:
+    """The chi-squared quantile a statistic must reach to reject at ``level``."""
+    from scipy.stats import chi2
+
+    return float(chi2.isf(level, degrees))
 
 
 def _seed(random_state: int | None) -> int:

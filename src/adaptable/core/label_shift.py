@@ -410,6 +410,20 @@ class OnlinePriorEstimate:
         self.prior = prior
         return prior.copy()
 
+    def likelihood_ratio(self) -> float:
+        """2 log [L(p_t) / L(p_s)]: the stream's likelihood under the current estimate against
+        no label shift at all, in the label-shift model p(x) = sum_y p(x|y) p_t(y).
+
+        Under p_s every row's likelihood ratio sum_y q(y|x) p_s(y) / p_s(y) is one, so the
+        statistic is 2 sum_i log sum_y q(y|x_i) p_t(y) / p_s(y) (reservoir rows weighted by
+        n_seen / size). Evaluated at the MAP estimate, it is at most the likelihood-ratio
+        statistic of the maximum-likelihood one: a conservative test of "p_t differs from p_s".
+        """
+        if self.n_seen == 0:
+            return 0.0
+        mixture = (self.reservoir * (self.prior / self.source_prior)).sum(axis=1)
+        return float(2.0 * self.n_seen / len(self.reservoir) * np.log(mixture).sum())
+
     def target_posteriors(self, posteriors: np.ndarray | None = None) -> np.ndarray:
         """``norm(q * p_t / p_s)`` of the given rows (default: the reservoir), (n, C)."""
         rows = self.reservoir if posteriors is None else np.asarray(posteriors, dtype=np.float64)

@@ -221,6 +221,8 @@ class _Reader:
             params.setdefault("preset", "paper")
         if "preset" not in params:
             raise self.error("params", "name no preset")
+        # Written before the likelihood-ratio test: its decisions were made without it.
+        params.setdefault("label_shift_level", 1.0)
         # Parameters added since the file was written take their defaults; unknown ones refuse.
         try:
             cls(**params)
