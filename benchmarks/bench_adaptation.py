@@ -5,7 +5,8 @@ memory; then the adaptation core alone. Prints tables; asserts nothing.
 The source model is the MLP of ``adaptable.models.train("mlp", dataset, seed=0)`` (trained once
 into the cache). Each timing is repeated (``--repeats``); the median and the minimum are printed
 (the machine may be shared: the minimum is the least disturbed run, the median the typical one).
-Rows are the shuffled out-of-domain test split, cycled where a batch needs more rows than it has.
+Rows are the shuffled out-of-domain test split (``--scenario natural``) or the stream of another
+scenario (``--scenario prior_0.1``: a pure label shift), cycled where a batch needs more rows.
 Every timed pass starts from ``reset()``, so each repeat does the same work. One torch thread.
 
 Columns of the first table:
@@ -120,9 +121,18 @@ def bench_dataset(
 ) -> tuple[list[str], list[str], dict[str, Any]]:
     """Rows of the end-to-end and core tables for one dataset, and its fit figures."""
     dataset, model = load(name, args.data_dir, args.cache_dir)
-    order = np.random.default_rng(0).permutation(len(dataset.test.y))
-    X = dataset.test.X.iloc[order].reset_index(drop=True)
-    options = {"fallback": args.fallback} if args.preset == "default" else {}
+    if args.scenario == "natural":
+        order = np.random.default_rng(0).permutation(len(dataset.test.y))
+        X = dataset.test.X.iloc[order].reset_index(drop=True)
+    else:
+        from adaptable import shifts
+
+        X = shifts.apply(args.scenario, dataset, seed=0).X
+    options = (
+        {"fallback": args.fallback, "label_shift_level": args.label_shift_level}
+        if args.preset == "default"
+        else {}
+    )
     method = AdapTable(preset=args.preset, random_state=0, **options)
     method.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
     end_to_end, core = [], []
@@ -191,6 +201,19 @@ def main() -> None:
         choices=("default", "paper"),
         default="default",
         help="AdapTable(preset=...): the recommended adapter (default) or the paper's algorithm",
+    )
+    parser.add_argument(
+        "--scenario",
+        default="natural",
+        help="the rows: the shuffled out-of-domain test split (natural), or the stream of a "
+        "scenario of adaptable.shifts (e.g. prior_0.1: a pure label shift, which keeps the "
+        "default preset's label-shift branch at work)",
+    )
+    parser.add_argument(
+        "--label-shift-level",
+        type=float,
+        default=0.05,
+        help="default preset: AdapTable(label_shift_level=...) (1.0: no likelihood-ratio test)",
     )
     parser.add_argument(
         "--fallback",
