@@ -1338,8 +1338,8 @@ class AdapTable(TestTimeMethod):
         if self.calibrator != "auto":
             return self.calibrator
         # Deliberate difference (default preset): no calibrator. Temperature scaling earned no
-        # place on the generality benchmark (macro-F1 cases won vs source 51 with it, 53
-        # without; mean gain +6.4 vs +6.5; README, "Which adapter should I use?").
+        # place on the generality benchmark (macro-F1 cases won vs source 42 with it, 43
+        # without; mean gain +5.8 vs +5.9; README, "Which adapter should I use?").
         return GraphCalibrator.name if self.preset == "paper" else "none"
 
     # ------------------------------------------------------------------ fitting (line 3; App. A)
