@@ -39,6 +39,20 @@ def load_case_or_skip(case: str, data_dir: Path) -> tuple[object, tuple[int, int
     return ds, tuple(len(s.y) for s in (ds.train, ds.valid, ds.id_test, ds.test))
 
 
+def assert_case_as_documented(
+    case: str, spec: object, data_dir: Path, documented: tuple[int, int, int, int]
+) -> None:
+    """A development or confirmation case cut from the real files: its documented sizes, the
+    split column kept or dropped, the class count, and a kept column separating the domains."""
+    ds, sizes = load_case_or_skip(case, data_dir)
+    assert sizes == documented
+    assert (spec.column in ds.features) is spec.kept
+    assert ds.n_classes == (3 if case.startswith("cmc") else 2)
+    if spec.kept:  # the kept split column separates the two domains exactly
+        first = pd.concat([ds.train.X, ds.valid.X, ds.id_test.X])
+        assert np.all(spec.in_first(first)) and not np.any(spec.in_first(ds.test.X))
+
+
 @pytest.fixture(scope="session")
 def expected_sizes() -> Callable[[int, int], tuple[int, int, int]]:
     """The split-size rule as a function of the in-domain and out-of-domain row counts."""

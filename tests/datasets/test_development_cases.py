@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from adaptable import datasets
 from adaptable.datasets import domain_cases
 
-from .conftest import load_case_or_skip
+from .conftest import assert_case_as_documented
 
 #: (train, valid, id_test, test) rows of each case from the publishers' files
 REAL_SIZES = {
@@ -62,11 +60,6 @@ def test_an_absent_file_is_named_with_where_to_get_it(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("case", list(REAL_SIZES))
 def test_real_files_give_the_documented_sizes_and_domains(data_dir: Path, case: str) -> None:
-    ds, sizes = load_case_or_skip(case, data_dir)
-    assert sizes == REAL_SIZES[case]
-    spec = domain_cases.DEVELOPMENT_CASES[case]
-    assert (spec.column in ds.features) is spec.kept
-    assert ds.n_classes == (3 if case.startswith("cmc") else 2)
-    if spec.kept:  # the kept split column separates the two domains exactly
-        first = pd.concat([ds.train.X, ds.valid.X, ds.id_test.X])
-        assert np.all(spec.in_first(first)) and not np.any(spec.in_first(ds.test.X))
+    assert_case_as_documented(
+        case, domain_cases.DEVELOPMENT_CASES[case], data_dir, REAL_SIZES[case]
+    )
