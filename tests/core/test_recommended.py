@@ -70,6 +70,7 @@ def test_pure_label_shift_estimates_the_prior_and_beats_the_source(source) -> No
     proba = stream(method, X)
     state = method.state
     assert state.decision_rule == "label_shift"
+    assert state.prior_shift_statistic > 100  # 4,000 rows from 20 % to 70 %: no doubt
     assert state.shift_statistic <= method.shift_test_threshold
     assert abs(state.online_prior[1] - 0.7) < 0.05
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
@@ -89,6 +90,7 @@ def test_covariate_shift_keeps_the_decision_of_the_source_rule(source) -> None:
     pred = stream(method, X).argmax(axis=1)
     assert method.state.decision_rule != "label_shift"
     assert method.state.shift_statistic > method.shift_test_threshold
+    assert method.state.prior_shift_statistic is None  # the moment test decided alone
     source_f1 = f1_score(y, model.predict(X), average="macro")
     assert f1_score(y, pred, average="macro") >= source_f1 - 0.005
     # With the accuracy objective nothing is re-weighted on a covariate shift: argmax stays.
@@ -112,7 +114,8 @@ def test_without_any_shift_label_shift_correction_waits_for_evidence(source) -> 
         rules.append(method.state.decision_rule)
         assert method.state.shift_statistic <= method.shift_test_threshold
     assert "label_shift" not in rules
-    assert method._prior_estimate.likelihood_ratio() < 3.84
+    assert method.state.prior_shift_statistic < 3.84
+    assert method.state.prior_shift_statistic == method._prior_estimate.likelihood_ratio()
     # The previous default (no likelihood-ratio test) corrects from the first batch.
     ungated = fitted(source, label_shift_level=1.0)
     ungated.predict_proba(rows.iloc[:64])

@@ -1104,6 +1104,10 @@ class AdapTableState:
             ``"label_shift"`` (``None`` for the paper preset).
         shift_statistic: recommended preset only: the label-shift test's z-score after the
             last batch (small: the stream is consistent with pure label shift).
+        prior_shift_statistic: recommended preset only: the likelihood-ratio statistic of the
+            target-prior estimate against p_s on the last batch (large: the label distribution
+            moved; correction needs it above the chi-squared quantile at
+            ``label_shift_level``); ``None`` where the z-score already ruled label shift out.
     """
 
     source_prior: np.ndarray
@@ -1116,6 +1120,7 @@ class AdapTableState:
     n_batches: int
     decision_rule: str | None = None
     shift_statistic: float | None = None
+    prior_shift_statistic: float | None = None
 
 
 class AdapTable(TestTimeMethod):
@@ -1457,6 +1462,7 @@ class AdapTable(TestTimeMethod):
         self._online = OnlinePrior(self.n_classes_, self.alpha)
         self._last: tuple[BatchResult, np.ndarray] | None = None
         self._last_rule: str | None = None
+        self._prior_statistic: float | None = None
         self._n_batches = 0
         if self.preset == "default":
             self.shift_test_.reset()
@@ -1718,13 +1724,15 @@ class AdapTable(TestTimeMethod):
     def _label_shift_applies(self) -> bool:
         """The stream is consistent with pure label shift (the moment test) and its label
         distribution moved (the likelihood-ratio test); updates the estimate p_t."""
+        self._prior_statistic = None
         if self.shift_test_.z_score() > self.shift_test_threshold:
             return False
         self._prior_estimate.estimate()
+        self._prior_statistic = self._prior_estimate.likelihood_ratio()
         if self.label_shift_level >= 1.0:
             return True
         critical = _chi2_critical(self.label_shift_level, self.n_classes_ - 1)
-        return self._prior_estimate.likelihood_ratio() >= critical
+        return self._prior_statistic >= critical
 
     def reset(self) -> None:
         """Back to the state right after fit (the online estimates and test forget the stream)."""
@@ -1753,6 +1761,7 @@ class AdapTable(TestTimeMethod):
             n_batches=self._n_batches,
             decision_rule=self._last_rule,
             shift_statistic=None if self.shift_test_ is None else self.shift_test_.z_score(),
+            prior_shift_statistic=self._prior_statistic,
         )
 
     def _shift_input(self, X: Any) -> ShiftTrendInput:
@@ -1830,6 +1839,7 @@ class AdapTable(TestTimeMethod):
         self.post_training_ = None
         self._last = None
         self._last_rule = None
+        self._prior_statistic = None
         self._n_batches = 0
         self.classes_ = classes
 
