@@ -20,7 +20,11 @@ label shift, and estimates p_t(y) online:
   rule without evidence: the uniform distribution for macro-F1 and balanced accuracy (the
   decision then leans towards the balanced rule, right for balanced accuracy whatever the
   target prior), the source prior for accuracy (the decision then stays the model's argmax,
-  so a short stream cannot talk the adapter out of the unadapted model's accuracy).
+  so a short stream cannot talk the adapter out of the unadapted model's accuracy). Its
+  :meth:`~OnlinePriorEstimate.likelihood_ratio` tests the estimate against p_s: the recommended
+  adapter corrects only once the stream shows that the label distribution moved, since a
+  stream consistent with label shift may be one with no shift at all, or one whose posteriors
+  carry too little information to move the estimate off the prior's centre.
 
 Both work on any model (they need the encoded features and the calibrated probabilities, not
 the model) and cost O(batch) per batch, plus O(reservoir) for EM while correction applies.
