@@ -1694,13 +1694,14 @@ class AdapTable(TestTimeMethod):
             # (2, n) predictions of argmax (weights 1) and the balanced rule (weights 1 / p_s).
             rules = (proba * self._rule_weights).argmax(axis=-1)
             self._expected += expected_confusion(calibrated, rules)
-        if self._label_shift_applies():
-            target = self._prior_estimate.prior.copy()
+        label_shift = self._label_shift_applies()
+        # p_t as estimated (only updated while the moment test accepts), for the state
+        target = self._prior_estimate.prior.copy()
+        if label_shift:
             posteriors = self._prior_estimate.target_posteriors(calibrated)
             weights = plugin_weights(self._prior_estimate.target_posteriors(), self.objective)
             self._last_rule = "label_shift"
         else:
-            target = self._prior_estimate.prior.copy()
             posteriors = proba
             if self.rule_.beta > 0:
                 source_score, balanced_score = score(self._expected, self.objective)
