@@ -31,26 +31,8 @@ REAL_SIZES = {
 }
 
 
-def test_development_cases_are_listed_apart(tmp_path: Path) -> None:
-    assert list(datasets.DEVELOPMENT_TASKS) == list(domain_cases.DEVELOPMENT_CASES)
+def test_documented_sizes_cover_every_case() -> None:
     assert list(REAL_SIZES) == list(datasets.DEVELOPMENT_TASKS)
-    status = datasets.available(tmp_path)
-    assert [n for n, i in status.items() if i["group"] == "development"] == list(
-        datasets.DEVELOPMENT_TASKS
-    )
-    assert not set(datasets.DEVELOPMENT_TASKS) & (
-        set(datasets.GENERALITY_TASKS) | set(datasets.TASKS)
-    )
-    assert set(domain_cases.DEVELOPMENT_CASES.items()) <= set(domain_cases.ALL_CASES.items())
-
-
-def test_no_development_case_reuses_a_generality_split() -> None:
-    # A design chosen on the development cases is then checked on the generality ones: the
-    # two must not cut a data set along the same column.
-    held_out = {(c.base, c.column) for c in domain_cases.CASES.values()}
-    held_out |= {("heloc", "ExternalRiskEstimate"), ("hospital_readmission", "admission_source_id")}
-    for case in domain_cases.DEVELOPMENT_CASES.values():
-        assert (case.base, case.column) not in held_out, case.name
 
 
 def test_an_absent_file_is_named_with_where_to_get_it(tmp_path: Path) -> None:

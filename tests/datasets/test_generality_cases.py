@@ -329,15 +329,6 @@ def test_adult_bad_income_is_a_format_error(tmp_path: Path, monkeypatch) -> None
 # --------------------------------------------------------------------------- the cases
 
 
-def test_every_case_is_listed_apart_from_the_paper_tasks(tmp_path: Path) -> None:
-    status = datasets.available(tmp_path)
-    assert list(datasets.GENERALITY_TASKS) == list(domain_cases.CASES)
-    assert [n for n, i in status.items() if i["group"] == "generality"] == list(
-        datasets.GENERALITY_TASKS
-    )
-    assert not set(datasets.GENERALITY_TASKS) & set(datasets.TASKS)
-
-
 def test_case_split_follows_the_domains_and_tableshift_fractions(extra_dir: Path) -> None:
     ds = datasets.load("adult_country", data_dir=extra_dir)
     table = adult.prepare_adult(extra_dir)
