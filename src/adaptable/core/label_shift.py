@@ -353,6 +353,7 @@ class OnlinePriorEstimate:
         self.n_seen = 0
         self._block: tuple[int, np.ndarray] | None = None
         self.prior = self.center
+        self._reweighted: tuple[tuple[int, bytes], np.ndarray, np.ndarray] | None = None
 
     @property
     def reservoir(self) -> np.ndarray:
@@ -425,14 +426,26 @@ class OnlinePriorEstimate:
         """
         if self.n_seen == 0:
             return 0.0
-        mixture = (self.reservoir * (self.prior / self.source_prior)).sum(axis=1)
+        _, mixture = self._reweighted_reservoir()
         return float(2.0 * self.n_seen / len(self.reservoir) * np.log(mixture).sum())
 
     def target_posteriors(self, posteriors: np.ndarray | None = None) -> np.ndarray:
         """``norm(q * p_t / p_s)`` of the given rows (default: the reservoir), (n, C)."""
-        rows = self.reservoir if posteriors is None else np.asarray(posteriors, dtype=np.float64)
-        weighted = rows * (self.prior / self.source_prior)
+        if posteriors is None:
+            weighted, mixture = self._reweighted_reservoir()
+            return weighted / mixture[:, None]
+        weighted = np.asarray(posteriors, dtype=np.float64) * (self.prior / self.source_prior)
         return weighted / weighted.sum(axis=1, keepdims=True)
+
+    def _reweighted_reservoir(self) -> tuple[np.ndarray, np.ndarray]:
+        """``q * p_t / p_s`` of the reservoir rows and its row sums (each row's likelihood
+        ratio against p_s), kept until the stream or p_t changes: the decision reads both on
+        every batch, for the likelihood-ratio test and for the plug-in's posteriors."""
+        key = (self.n_seen, self.prior.tobytes())
+        if self._reweighted is None or self._reweighted[0] != key:
+            weighted = self.reservoir * (self.prior / self.source_prior)
+            self._reweighted = (key, weighted, weighted.sum(axis=1))
+        return self._reweighted[1], self._reweighted[2]
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Running state, for saving."""
