@@ -42,7 +42,7 @@ def load_case_or_skip(case: str, data_dir: Path) -> tuple[object, tuple[int, int
 def assert_case_as_documented(
     case: str, spec: object, data_dir: Path, documented: tuple[int, int, int, int]
 ) -> None:
-    """A development or confirmation case cut from the real files: its documented sizes, the
+    """A development, confirmation or holdout case cut from the real files: its documented sizes, the
     split column kept or dropped, the class count, and a kept column separating the domains."""
     ds, sizes = load_case_or_skip(case, data_dir)
     assert sizes == documented

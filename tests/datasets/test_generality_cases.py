@@ -455,13 +455,21 @@ def test_cli_lists_the_cases_apart_from_the_paper_tasks(tmp_path: Path, capsys) 
     assert main(["datasets", "--data-dir", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "[paper]"
-    starts = [lines.index(f"[{group}]") for group in ("generality", "development", "confirmation")]
+    starts = [
+        lines.index(f"[{group}]")
+        for group in ("generality", "development", "confirmation", "holdout")
+    ]
     assert all(lines[start - 1] == "" for start in starts)
     ends = [*(start - 1 for start in starts[1:]), len(lines)]
     for start, end, tasks in zip(
         starts,
         ends,
-        (datasets.GENERALITY_TASKS, datasets.DEVELOPMENT_TASKS, datasets.CONFIRMATION_TASKS),
+        (
+            datasets.GENERALITY_TASKS,
+            datasets.DEVELOPMENT_TASKS,
+            datasets.CONFIRMATION_TASKS,
+            datasets.HOLDOUT_TASKS,
+        ),
         strict=True,
     ):
         assert [line.split()[0] for line in lines[start + 1 : end]] == list(tasks)

@@ -79,6 +79,7 @@ def test_table_specs_cover_rows_seeds_and_options() -> None:
                 "generality",
                 "development",
                 "confirmation",
+                "holdout",
             ):
                 expected = "default" if row.label == "AdapTable (default)" else "paper"
                 assert row.option_dict["preset"] == expected, (name, row.label)

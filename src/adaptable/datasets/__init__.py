@@ -1,6 +1,7 @@
 """The six TableShift tasks AdapTable is evaluated on, the generality benchmark's domain-split
 cases (``GENERALITY_TASKS``), the development benchmark's cases (``DEVELOPMENT_TASKS``), the
-confirmation benchmark's cases (``CONFIRMATION_TASKS``), and the shared Encoder.
+confirmation benchmark's cases (``CONFIRMATION_TASKS``), the holdout benchmark's cases
+(``HOLDOUT_TASKS``), and the shared Encoder.
 
 >>> from adaptable import datasets
 >>> ds = datasets.load("hospital_readmission")  # embedded copy, no data directory needed
@@ -18,6 +19,7 @@ from adaptable.datasets.registry import (
     CONFIRMATION_TASKS,
     DEVELOPMENT_TASKS,
     GENERALITY_TASKS,
+    HOLDOUT_TASKS,
     TASKS,
     TaskInfo,
     available,
@@ -46,6 +48,7 @@ __all__ = [
     "CONFIRMATION_TASKS",
     "DEVELOPMENT_TASKS",
     "GENERALITY_TASKS",
+    "HOLDOUT_TASKS",
     "TASKS",
     "TaskInfo",
     "available",

@@ -122,8 +122,14 @@ DEVELOPMENT_TASKS = _case_names("DEVELOPMENT_CASES")
 #: the confirmation benchmark's cases: a third set of split columns, fixed after the default
 #: adapter's design and never used to choose it
 CONFIRMATION_TASKS = _case_names("CONFIRMATION_CASES")
+#: the holdout benchmark's cases: a fourth set of split columns, fixed after every design of the
+#: default adapter, run once on it, never used to choose anything
+HOLDOUT_TASKS = _case_names("HOLDOUT_CASES")
 _FACTORIES.update(
-    {name: _domain_case(name) for name in GENERALITY_TASKS + DEVELOPMENT_TASKS + CONFIRMATION_TASKS}
+    {
+        name: _domain_case(name)
+        for name in GENERALITY_TASKS + DEVELOPMENT_TASKS + CONFIRMATION_TASKS + HOLDOUT_TASKS
+    }
 )
 #: task group -> its tasks, in the order ``available()`` lists them
 GROUPS = {
@@ -131,6 +137,7 @@ GROUPS = {
     "generality": GENERALITY_TASKS,
     "development": DEVELOPMENT_TASKS,
     "confirmation": CONFIRMATION_TASKS,
+    "holdout": HOLDOUT_TASKS,
 }
 
 
