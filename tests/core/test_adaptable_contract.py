@@ -126,7 +126,8 @@ def test_the_rule_bootstrap_is_seeded_by_random_state(synthetic, lr_pipeline, mo
 
     monkeypatch.setattr(module, "choose_rule", spy)
     _fit(lr_pipeline, synthetic)
-    AdapTable(random_state=7).fit(lr_pipeline, synthetic.train.X, synthetic.train.y)
+    with pytest.warns(UserWarning, match="no validation rows"):
+        AdapTable(random_state=7).fit(lr_pipeline, synthetic.train.X, synthetic.train.y)
     assert seeds == [0, 7]
 
 
