@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
 
+from adaptable.core import label_shift
 from adaptable.core.decision import (
     BETAS,
     choose_rule,
@@ -84,6 +85,54 @@ def test_feature_sums_equal_the_dense_one_hot_sums() -> None:
     codes = np.array([[0, 1], [2, -1], [0, 0]])  # -1: unseen -> all-zero block
     dense = np.array([[1, 1, 0, 0, 0, 1], [2, 0, 0, 1, 0, 0], [4, 1, 0, 0, 1, 0]], float)
     np.testing.assert_allclose(feature_sums(numeric, codes, np.array([0, 3]), 6), dense.sum(0))
+
+
+def test_feature_sums_add_categories_that_share_a_column() -> None:
+    codes = np.array([[0, 1], [2, -1], [0, 0]])
+    lookup = np.array([0, 1, 1, 2, 3])  # categories 1 and 2 of the first feature pooled
+    sums = feature_sums(np.zeros((3, 0)), codes, np.array([0, 3]), 4, lookup)
+    np.testing.assert_allclose(sums, [2, 1, 1, 1])
+
+
+def _rare_category_source(rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
+    """Two classes, one number and one categorical feature whose third category is 1 in 2,500."""
+    y = (rng.random(n) < 0.4).astype(int)
+    x = rng.normal(size=(n, 1)) + y[:, None]
+    codes = np.where(rng.random(n) < 0.5 + 0.2 * y, 0, 1)
+    codes[rng.random(n) < 4e-4] = 2
+    return x, codes[:, None], y
+
+
+@pytest.mark.parametrize("pooled", [True, False])
+def test_one_row_of_a_rare_category_is_no_evidence_against_label_shift(
+    monkeypatch: pytest.MonkeyPatch, pooled: bool
+) -> None:
+    # Weighted by the inverse of its source frequency, a single row of a category the source has
+    # seen a handful of times dominated the statistic: this 256-row pure label shift was rejected.
+    rng = np.random.default_rng(0)
+    if not pooled:
+        monkeypatch.setattr(label_shift, "MIN_EXPECTED_COUNT", 0.0)
+    x, codes, y = _rare_category_source(rng, 10_000)
+    test = LabelShiftTest.fit(x, codes, [3], y, 2, seed=0)
+    assert test.width == (1 + 2 if pooled else 1 + 3)
+    stream_x, stream_codes, stream_y = _rare_category_source(rng, 256)
+    stream_codes[0] = 2
+    test.update(stream_x, stream_codes)
+    assert (test.z_score() < 3.0) is pooled
+    # Pooling keeps the feature's evidence: a stream of the wrong categories is still rejected.
+    test.reset()
+    test.update(stream_x, np.where(stream_y[:, None] == 1, 0, 1))
+    assert test.z_score() > 3.0
+
+
+def test_a_file_without_pooled_columns_loads_with_one_column_per_category(gaussian_test):
+    test, rng = gaussian_test
+    arrays = test.arrays()
+    assert "lookup" in arrays
+    old = {k: v for k, v in arrays.items() if k != "lookup"}  # as written before pooling
+    assert LabelShiftTest.from_arrays(old, 3).lookup is None
+    with pytest.raises(ValueError, match="lookup"):
+        LabelShiftTest.from_arrays(arrays | {"lookup": arrays["lookup"] + 5}, 3)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,8 @@ label shift, and estimates p_t(y) online:
   source's class-conditional means, E_t[phi(x)] = sum_y p_t(y) E_s[phi(x) | y]. We fit the
   mixture weights on the simplex (least squares, each feature scaled by its within-class
   variance) to the running mean of the stream's encoded features (standardised numbers and
-  one-hot category frequencies), and compare the residual n * r with its distribution under
+  one-hot category frequencies, a feature's rare categories pooled into one column, see
+  :func:`pooled_columns`), and compare the residual n * r with its distribution under
   the null of pure label shift, calibrated once at fit time by drawing source rows: z =
   (n r - mean_0) / sd_0. A large z says the shift is not (only) a label shift.
 - :class:`OnlinePriorEstimate` -- the maximum a posteriori EM estimate of p_t(y) (Saerens et
@@ -52,16 +53,29 @@ from scipy.optimize import nnls
 NULL_ROWS, NULL_DRAWS = 1024, 64
 #: features whose within-class variance is below this carry no weight (constant columns)
 MIN_VARIANCE = 1e-6
+#: a category expected fewer times than this in a null draw of NULL_ROWS rows is pooled with the
+#: feature's other rare categories into one column (the chi-squared test's rule of thumb: with
+#: smaller expected counts one occurrence dominates the statistic, and a category seen a handful
+#: of times in the source has a frequency too uncertain to be weighted by its inverse)
+MIN_EXPECTED_COUNT = 5.0
 
 
-def feature_sums(numeric: np.ndarray, codes: np.ndarray, offsets: np.ndarray, width: int):
+def feature_sums(
+    numeric: np.ndarray,
+    codes: np.ndarray,
+    offsets: np.ndarray,
+    width: int,
+    lookup: np.ndarray | None = None,
+):
     """Column sums of [numbers, one-hot(codes)] without building the one-hot matrix, (width,).
 
     Args:
         numeric: standardised numbers, (n, D_num).
         codes: category codes per categorical feature, -1 for unseen, (n, D_cat).
         offsets: first one-hot column of each categorical feature, (D_cat,).
-        width: D_num + total number of categories.
+        width: D_num + the number of one-hot columns.
+        lookup: one-hot column of each category (``codes + offsets`` indexes it), where
+            categories share columns; ``None``: one column per category.
     """
     numeric = np.asarray(numeric)
     out = np.zeros(width)
@@ -71,8 +85,47 @@ def feature_sums(numeric: np.ndarray, codes: np.ndarray, offsets: np.ndarray, wi
     if codes.shape[1]:
         seen = codes >= 0
         columns = (codes + offsets[None, :])[seen]
+        if lookup is not None:
+            columns = lookup[columns]
         out[n_numeric:] = np.bincount(columns, minlength=width - n_numeric)
     return out
+
+
+def pooled_columns(frequencies: np.ndarray, sizes: np.ndarray, minimum: float) -> np.ndarray:
+    """The one-hot column of each category once each feature's rare categories share one.
+
+    Within a feature, the categories at or above ``minimum`` keep a column each, in order, and
+    the rare ones share the column after them; where the rare ones together are still below
+    ``minimum`` (a lone rare category, say), the smallest other category joins them (so a
+    two-level feature with a rare level becomes one constant column, which carries no weight).
+
+    Args:
+        frequencies: each category's share of the source rows, (total categories,).
+        sizes: categories per feature, (D_cat,).
+        minimum: categories below this share are rare.
+
+    Example:
+        >>> pooled_columns(np.array([0.5, 0.001, 0.499, 0.002, 0.998]), np.array([3, 2]), 0.005)
+        array([0, 1, 1, 2, 2])
+        >>> pooled_columns(np.array([0.9, 0.003, 0.004, 0.093, 1.0]), np.array([4, 1]), 0.005)
+        array([0, 2, 2, 1, 3])
+    """
+    frequencies = np.asarray(frequencies, dtype=np.float64)
+    lookup = np.empty(len(frequencies), dtype=np.int64)
+    column = start = 0
+    for size in np.asarray(sizes, dtype=np.int64).tolist():
+        block = np.arange(start, start + size)
+        rare = frequencies[block] < minimum
+        if rare.any() and frequencies[block[rare]].sum() < minimum and not rare.all():
+            # Still rare together (or a lone rare category): the smallest other one joins them.
+            others = np.flatnonzero(~rare)
+            rare[others[np.argmin(frequencies[block[others]])]] = True
+        kept = block[~rare]
+        lookup[kept] = column + np.arange(len(kept))
+        lookup[block[rare]] = column + len(kept)
+        column += len(kept) + int(rare.any())
+        start += size
+    return lookup
 
 
 class LabelShiftTest:
@@ -88,6 +141,8 @@ class LabelShiftTest:
         null_mean, null_sd: mean and standard deviation of n * residual under the null.
         offsets: first one-hot column of each categorical feature, (D_cat,).
         n_numeric: D_num.
+        lookup: the one-hot column of each category after pooling (``None`` in files saved
+            before pooling: one column per category).
     """
 
     def __init__(
@@ -98,6 +153,7 @@ class LabelShiftTest:
         null_sd: float,
         offsets: np.ndarray,
         n_numeric: int,
+        lookup: np.ndarray | None = None,
     ) -> None:
         self.class_means = np.asarray(class_means, dtype=np.float64)
         self.weights = np.asarray(weights, dtype=np.float64)
@@ -105,6 +161,8 @@ class LabelShiftTest:
         self.null_sd = float(null_sd)
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.n_numeric = int(n_numeric)
+        #: the one-hot column of each category (rare ones pooled); None: one per category
+        self.lookup = None if lookup is None else np.asarray(lookup, dtype=np.int64)
         # The quadratic form of the residual in the mixture weights: G = M^T W M.
         weighted = self.class_means * self.weights[:, None]
         self._gram = self.class_means.T @ weighted
@@ -137,13 +195,18 @@ class LabelShiftTest:
         labels = np.asarray(labels, dtype=np.int64)
         sizes = np.asarray(cardinalities, dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        width = numeric.shape[1] + int(sizes.sum())
+        n_numeric = numeric.shape[1]
+        frequencies = feature_sums(
+            np.zeros((len(labels), 0)), codes, offsets, int(sizes.sum())
+        ) / max(len(labels), 1)
+        lookup = pooled_columns(frequencies, sizes, MIN_EXPECTED_COUNT / NULL_ROWS)
+        width = n_numeric + (int(lookup.max()) + 1 if len(lookup) else 0)
         means = np.zeros((width, n_classes))
         within = np.zeros(width)
         for c in range(n_classes):
             rows = labels == c
             count = max(int(rows.sum()), 1)
-            means[:, c] = feature_sums(numeric[rows], codes[rows], offsets, width) / count
+            means[:, c] = feature_sums(numeric[rows], codes[rows], offsets, width, lookup) / count
             # Numbers: sum of squared deviations; one-hot columns: count * f (1 - f).
             deviation = numeric[rows] - means[: numeric.shape[1], c]
             within[: numeric.shape[1]] += (deviation**2).sum(axis=0)
@@ -151,7 +214,7 @@ class LabelShiftTest:
             within[numeric.shape[1] :] += count * frequency * (1.0 - frequency)
         within /= max(len(labels), 1)
         weights = np.where(within > MIN_VARIANCE, 1.0 / np.maximum(within, MIN_VARIANCE), 0.0)
-        test = cls(means, weights, 0.0, 1.0, offsets, numeric.shape[1])
+        test = cls(means, weights, 0.0, 1.0, offsets, n_numeric, lookup)
         # The null: streams drawn from the source itself are exactly label-shift consistent.
         rng = np.random.default_rng(seed)
         draws = []
@@ -177,7 +240,9 @@ class LabelShiftTest:
 
     def update(self, numeric: np.ndarray, codes: np.ndarray) -> None:
         """Add one batch's encoded rows to the running feature means."""
-        self._sums += feature_sums(numeric, np.asarray(codes), self.offsets, self.width)
+        self._sums += feature_sums(
+            numeric, np.asarray(codes), self.offsets, self.width, self.lookup
+        )
         self.n_rows += len(numeric)
         self._fitted = None
 
@@ -213,6 +278,7 @@ class LabelShiftTest:
             "n_numeric": np.array([self.n_numeric]),
             "sums": self._sums,
             "n_rows": np.array([self.n_rows]),
+            **({} if self.lookup is None else {"lookup": self.lookup}),
         }
 
     @classmethod
@@ -228,13 +294,23 @@ class LabelShiftTest:
             raise ValueError("label-shift test: weights / sums / null have the wrong shape.")
         if np.any(weights < 0) or null[1] <= 0:
             raise ValueError("label-shift test: negative weights or a non-positive null sd.")
+        n_numeric = int(_finite(arrays, "n_numeric")[0])
+        # Files written before rare categories were pooled have no lookup: one column each.
+        lookup = _finite(arrays, "lookup").astype(np.int64) if "lookup" in arrays else None
+        if (
+            lookup is not None
+            and len(lookup)
+            and (lookup.min() < 0 or lookup.max() != width - n_numeric - 1)
+        ):
+            raise ValueError("label-shift test: lookup does not match the one-hot columns.")
         test = cls(
             means,
             weights,
             null[0],
             null[1],
             _finite(arrays, "offsets").astype(np.int64),
-            int(_finite(arrays, "n_numeric")[0]),
+            n_numeric,
+            lookup,
         )
         test._sums = sums.copy()
         test.n_rows = int(_finite(arrays, "n_rows")[0])
