@@ -96,8 +96,10 @@ def pooled_columns(frequencies: np.ndarray, sizes: np.ndarray, minimum: float) -
 
     Within a feature, the categories at or above ``minimum`` keep a column each, in order, and
     the rare ones share the column after them; where the rare ones together are still below
-    ``minimum`` (a lone rare category, say), the smallest other category joins them (so a
-    two-level feature with a rare level becomes one constant column, which carries no weight).
+    ``minimum`` (a lone rare category, say), the smallest other category joins them. A feature
+    left with one column (two levels, one of them rare; or every category rare, as a
+    high-cardinality code can be) becomes a constant column, which carries no weight: the test
+    then reads that feature no more.
 
     Args:
         frequencies: each category's share of the source rows, (total categories,).
