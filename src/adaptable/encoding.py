@@ -22,8 +22,9 @@ How category values are matched (the same rule at fit and at transform):
   precision). So 6, 6.0 and ``np.int64(6)`` all match a category stored as ``"6.0"`` or
   ``"6"``. Strings are never read as numbers (``"06"`` and ``"6"`` stay different labels).
 - Anything else is unseen: code -1, an all-zero one-hot block. When more than half of a
-  batch's categorical values are unseen, :class:`UnseenCategoryWarning` says so: that is almost
-  always a type or format mismatch rather than a real shift.
+  batch's categorical values are unseen, :class:`UnseenCategoryWarning` says so: for numbers
+  that is almost always a type or format mismatch; for text it may also be a real shift (a
+  target domain with categories the source never had).
 """
 
 from __future__ import annotations
@@ -406,14 +407,22 @@ class Encoder:
         worst = int(unseen.sum(axis=0).argmax())
         example = values[int(np.flatnonzero(unseen[:, worst])[0]), worst]
         known = ", ".join(repr(c) for c in self.categories_[worst][:3])
+        # Text meets text categories exactly, so there the likelier cause is categories the
+        # source never had (a shift in that column), not a type mismatch.
+        cause = (
+            "Either the stream holds categories the source never had (a shift in this column) "
+            "or they are written differently (e.g. '06' vs '6')"
+            if isinstance(example, str)
+            else "A type or format mismatch with the fitted data is the usual cause"
+        )
         # The message depends only on the column and the value's type, so that Python's warning
         # registry shows it once per cause rather than once per batch.
         warnings.warn(
             f"Encoder: more than {UNSEEN_WARNING_SHARE:.0%} of this batch's categorical values "
             f"were not seen at fit time and are encoded as unknown; column "
             f"{self.categorical_[worst]!r} has values of type {type(example).__name__} that "
-            f"match none of its categories (such as {known}). A type or format mismatch with "
-            "the fitted data is the usual cause (see adaptable.encoding for the matching rule).",
+            f"match none of its categories (such as {known}). {cause} (see adaptable.encoding "
+            "for the matching rule).",
             UnseenCategoryWarning,
             stacklevel=stacklevel,
         )
