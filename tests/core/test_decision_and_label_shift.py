@@ -81,10 +81,12 @@ def test_choose_rule_needs_evidence_for_the_balanced_rule() -> None:
 
 
 def test_feature_sums_equal_the_dense_one_hot_sums() -> None:
-    numeric = np.array([[1.0], [2.0], [4.0]])
+    numeric = np.array([[1.0, -1.0], [2.0, 0.5], [4.0, 0.0]])
     codes = np.array([[0, 1], [2, -1], [0, 0]])  # -1: unseen -> all-zero block
-    dense = np.array([[1, 1, 0, 0, 0, 1], [2, 0, 0, 1, 0, 0], [4, 1, 0, 0, 1, 0]], float)
-    np.testing.assert_allclose(feature_sums(numeric, codes, np.array([0, 3]), 6), dense.sum(0))
+    dense = np.array(
+        [[1, -1, 1, 0, 0, 0, 1], [2, 0.5, 0, 0, 1, 0, 0], [4, 0, 1, 0, 0, 1, 0]], float
+    )
+    np.testing.assert_allclose(feature_sums(numeric, codes, np.array([0, 3]), 7), dense.sum(0))
 
 
 def test_feature_sums_add_categories_that_share_a_column() -> None:
@@ -92,6 +94,29 @@ def test_feature_sums_add_categories_that_share_a_column() -> None:
     lookup = np.array([0, 1, 1, 2, 3])  # categories 1 and 2 of the first feature pooled
     sums = feature_sums(np.zeros((3, 0)), codes, np.array([0, 3]), 4, lookup)
     np.testing.assert_allclose(sums, [2, 1, 1, 1])
+
+
+@pytest.mark.parametrize(
+    ("frequencies", "sizes", "expected"),
+    [
+        # two features: the second's columns start after the first's
+        ([0.5, 0.001, 0.499, 0.002, 0.998], [3, 2], [0, 1, 1, 2, 2]),
+        # rare ones pooled after the kept ones; together not rare, so nobody joins them
+        ([0.9, 0.003, 0.004, 0.093, 1.0], [4, 1], [0, 2, 2, 1, 3]),
+        # exactly the minimum is not rare, alone or pooled
+        ([0.005, 0.002, 0.003, 0.99], [4], [0, 2, 2, 1]),
+        # a lone rare category takes the smallest other one, not the first
+        ([0.3, 0.001, 0.2, 0.499], [4], [0, 2, 2, 1]),
+        # every category rare: one column; no rare category: one column each
+        ([0.002, 0.001, 0.5, 0.5], [2, 2], [0, 0, 1, 2]),
+        # three features: each starts where the previous ended
+        ([0.6, 0.4, 0.7, 0.3, 0.5, 0.5], [2, 2, 2], [0, 1, 2, 3, 4, 5]),
+        ([0.6, 0.4, 0.7, 0.3, 0.999, 0.001], [2, 2, 2], [0, 1, 2, 3, 4, 4]),
+    ],
+)
+def test_pooled_columns_by_hand(frequencies, sizes, expected) -> None:
+    lookup = label_shift.pooled_columns(np.array(frequencies), np.array(sizes), 0.005)
+    assert lookup.tolist() == expected
 
 
 def _rare_category_source(rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
@@ -125,12 +150,28 @@ def test_one_row_of_a_rare_category_is_no_evidence_against_label_shift(
     assert test.z_score() > 3.0
 
 
+def test_pooled_columns_survive_saving() -> None:
+    rng = np.random.default_rng(2)
+    x, codes, y = _rare_category_source(rng, 10_000)
+    test = LabelShiftTest.fit(x, codes, [3], y, 2, seed=0)
+    stream_x, stream_codes, _ = _rare_category_source(rng, 256)
+    stream_codes[:3] = 2
+    test.update(stream_x, stream_codes)
+    copy = LabelShiftTest.from_arrays(test.arrays(), 2)
+    assert copy.lookup.tolist() == test.lookup.tolist() == [0, 1, 1]
+    assert copy.z_score() == pytest.approx(test.z_score())
+    copy.update(stream_x, stream_codes)  # and it keeps reading batches through the lookup
+    test.update(stream_x, stream_codes)
+    assert copy.z_score() == pytest.approx(test.z_score())
+
+
 def test_a_file_without_pooled_columns_loads_with_one_column_per_category(gaussian_test):
     test, rng = gaussian_test
     arrays = test.arrays()
     assert "lookup" in arrays
     old = {k: v for k, v in arrays.items() if k != "lookup"}  # as written before pooling
-    assert LabelShiftTest.from_arrays(old, 3).lookup is None
+    loaded = LabelShiftTest.from_arrays(old, 3)
+    assert loaded.lookup is None and "lookup" not in loaded.arrays()
     with pytest.raises(ValueError, match="lookup"):
         LabelShiftTest.from_arrays(arrays | {"lookup": arrays["lookup"] + 5}, 3)
 
