@@ -125,12 +125,7 @@ CONFIRMATION_TASKS = _case_names("CONFIRMATION_CASES")
 #: the holdout benchmark's cases: a fourth set of split columns, fixed after every design of the
 #: default adapter, run once on it, never used to choose anything
 HOLDOUT_TASKS = _case_names("HOLDOUT_CASES")
-_FACTORIES.update(
-    {
-        name: _domain_case(name)
-        for name in GENERALITY_TASKS + DEVELOPMENT_TASKS + CONFIRMATION_TASKS + HOLDOUT_TASKS
-    }
-)
+_FACTORIES.update({name: _domain_case(name) for name in _case_names("ALL_CASES")})
 #: task group -> its tasks, in the order ``available()`` lists them
 GROUPS = {
     "paper": TASKS,

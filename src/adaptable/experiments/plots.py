@@ -12,8 +12,9 @@ experiment: :mod:`adaptable.experiments.figures` gathers the data and calls thes
 * hyperparameter sensitivity (macro-F1 against alpha, q_low, q_high);
 * efficiency (time per test row against macro-F1);
 * beyond the paper, for the benchmark tables with summary lines (``generality``,
-  ``development``, ``confirmation``, ``holdout``): each method's per-case gain over the unadapted model, sorted, so that the
-  cases won, the mean and the worst loss read off one curve per method.
+  ``development``, ``confirmation``, ``holdout``): each method's per-case gain over the
+  unadapted model, sorted, so that the cases won, the mean and the worst loss read off one
+  curve per method.
 
 Each ``plot_*`` function returns the matplotlib ``Figure``; :func:`save_figure` writes it.
 
