@@ -1,0 +1,107 @@
+"""The development, confirmation and holdout benchmarks' domain splits, cut as documented from
+the publishers' files (the group checks: ``test_case_groups.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from adaptable import datasets
+from adaptable.datasets import domain_cases, registry
+
+from .conftest import assert_case_as_documented
+
+#: per group, (train, valid, id_test, test) rows of each case from the publishers' files
+REAL_SIZES = {
+    "development": {
+        "heloc_inquiries": (3139, 392, 393, 5881),
+        "heloc_trades": (4309, 539, 539, 4564),
+        "adult_sex": (26120, 3265, 3265, 14572),
+        "adult_age": (17876, 2235, 2235, 23846),
+        "adult_race": (33409, 4176, 4177, 6372),
+        "adult_hours": (27592, 3449, 3449, 12916),
+        "compas_race": (2540, 317, 318, 2697),
+        "compas_age": (2352, 294, 295, 2907),
+        "compas_priors": (2571, 321, 322, 2662),
+        "german_age": (471, 59, 59, 369),
+        "german_checking": (315, 39, 40, 545),
+        "cmc_age": (624, 78, 78, 623),
+        "cmc_working": (883, 110, 111, 332),
+        "cmc_children": (519, 65, 65, 741),
+    },
+    "confirmation": {
+        "heloc_history": (6211, 776, 777, 1681),
+        "heloc_utilization": (3446, 431, 431, 4482),
+        "heloc_installments": (3571, 446, 447, 4866),
+        "adult_occupation": (19855, 2482, 2482, 21620),
+        "adult_capital": (35845, 4481, 4481, 3631),
+        "compas_juvenile": (4568, 571, 572, 414),
+        "german_employment": (341, 43, 43, 515),
+        "german_history": (424, 53, 53, 423),
+        "german_amount": (429, 54, 54, 416),
+        "cmc_living": (547, 68, 69, 710),
+        "cmc_husband_education": (719, 90, 90, 516),
+    },
+    "holdout": {
+        "heloc_file_age": (5605, 701, 701, 2577),
+        "heloc_balance": (4107, 513, 514, 4247),
+        "heloc_recent_trade": (3722, 465, 466, 4696),
+        "adult_capital_loss": (37248, 4656, 4656, 2053),
+        "compas_misdemeanour": (4656, 582, 582, 316),
+        "compas_felony": (4771, 596, 597, 187),
+        "german_savings": (482, 60, 61, 357),
+        "german_duration": (436, 55, 55, 408),
+        "german_property": (411, 51, 52, 437),
+        "cmc_religion": (1002, 125, 126, 198),
+        "cmc_husband_occupation": (489, 61, 62, 774),
+    },
+}
+
+
+@pytest.mark.parametrize("group", list(REAL_SIZES))
+def test_documented_sizes_cover_every_case(group: str) -> None:
+    assert list(REAL_SIZES[group]) == list(registry.GROUPS[group])
+
+
+@pytest.mark.parametrize(
+    ("case", "column", "first", "second"),
+    [
+        # HELOC's negative special codes (-9, -8, -7) belong to neither domain.
+        ("heloc_history", "MSinceOldestTradeOpen", [121, 400], [0, 120]),
+        ("heloc_file_age", "AverageMInFile", [61, 400], [0, 60]),
+        ("heloc_balance", "PercentTradesWBalance", [0, 67], [68, 100]),
+        ("heloc_recent_trade", "MSinceMostRecentTradeOpen", [0, 5], [6, 200]),
+    ],
+)
+def test_helocs_special_codes_are_in_neither_domain(
+    case: str, column: str, first: list[int], second: list[int]
+) -> None:
+    spec = domain_cases.ALL_CASES[case]
+    frame = pd.DataFrame({column: [-9, -8, -7, *first, *second]})
+    assert spec.in_first(frame).tolist() == [False] * 3 + [True] * 2 + [False] * 2
+    assert spec.in_second(frame).tolist() == [False] * 5 + [True] * 2
+
+
+@pytest.mark.parametrize(
+    ("case", "file"),
+    [
+        ("compas_race", "compas-scores-two-years"),
+        ("german_employment", "german.data"),
+        ("german_savings", "german.data"),
+    ],
+)
+def test_an_absent_file_is_named_with_where_to_get_it(tmp_path: Path, case: str, file: str):
+    with pytest.raises(datasets.DataFileError, match=file):
+        datasets.load(case, data_dir=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("group", "case"), [(g, c) for g, sizes in REAL_SIZES.items() for c in sizes]
+)
+def test_real_files_give_the_documented_sizes_and_domains(
+    data_dir: Path, group: str, case: str
+) -> None:
+    spec = domain_cases.ALL_CASES[case]
+    assert_case_as_documented(case, spec, data_dir, REAL_SIZES[group][case])
