@@ -34,7 +34,7 @@ Usage:
     python benchmarks/bench_adaptation.py --data-dir /path/to/data
         [--datasets heloc hospital_readmission] [--batch-sizes 16 64 256 1024 8192]
         [--rows 8192] [--repeats 5] [--cache-dir DIR] [--preset default|paper]
-        [--fallback argmax|plugin]
+        [--fallback argmax|plugin|between]
 """
 
 from __future__ import annotations
@@ -217,9 +217,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--fallback",
-        choices=("argmax", "plugin"),
+        choices=("argmax", "plugin", "between"),
         default="argmax",
-        help="default preset: AdapTable(fallback=...) (plugin: the opt-in plug-in decision)",
+        help="default preset: AdapTable(fallback=...) (plugin / between: the opt-in decisions)",
     )
     parser.add_argument("--fit-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
 
-from adaptable.core import label_shift
+from adaptable.core import decision, label_shift
 from adaptable.core.decision import (
     BETAS,
+    between_weights,
     choose_rule,
     confusion,
     expected_confusion,
@@ -57,6 +58,48 @@ def test_plugin_weights_for_accuracy_balanced_accuracy_and_multiclass() -> None:
     assert any(np.allclose(v, w) for w in family)
     best = max(score(expected_confusion(q, (q * w).argmax(axis=1)), "macro_f1") for w in family)
     assert score(expected_confusion(q, (q * v).argmax(axis=1)), "macro_f1") == pytest.approx(best)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_between_weights_are_the_best_rule_between_argmax_and_the_balanced_rule(n_classes) -> None:
+    rng = np.random.default_rng(7 + n_classes)
+    q = rng.dirichlet(np.linspace(0.5, 2.0, n_classes), 300)
+    prior = rng.dirichlet(np.ones(n_classes) * 3)
+    family = [1 / prior**b for b in BETAS]
+    expected = [score(expected_confusion(q, (q * w).argmax(axis=1)), "macro_f1") for w in family]
+    v = between_weights(q, prior, "macro_f1")
+    first_best = int(np.argmax(expected))
+    np.testing.assert_allclose(v, family[first_best])
+    # For accuracy the Bayes rule (beta 0) maximises the expected accuracy under q.
+    np.testing.assert_allclose(between_weights(q, prior, "accuracy"), np.ones(n_classes))
+
+
+def test_binary_between_family_by_sorting_equals_the_rules_argmax() -> None:
+    # The binary path scores every beta from one sort; it must agree with applying each rule.
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        q1 = rng.beta(rng.uniform(0.3, 3.0), rng.uniform(0.3, 3.0), rng.integers(1, 400))
+        q = np.stack([1 - q1, q1], axis=1)
+        prior = rng.dirichlet([2.0, 2.0])
+        rules = [(q * (1 / prior**b)).argmax(axis=1) for b in BETAS]
+        np.testing.assert_allclose(
+            decision._binary_family_confusions(q1, prior),
+            [expected_confusion(q, r) for r in rules],
+            atol=1e-9,
+        )
+
+
+def test_between_weights_never_go_past_the_balanced_rule() -> None:
+    # Posteriors that put every row near 0.3 for class 1 with p_s(1) = 0.4: the plug-in
+    # (threshold search under q) predicts class 1 for rows the balanced rule (q1 > 0.4) leaves
+    # at 0; the held decision cannot.
+    q1 = np.array([0.39, 0.38, 0.35, 0.3, 0.3, 0.25, 0.2, 0.1])
+    q = np.stack([1 - q1, q1], axis=1)
+    prior = np.array([0.6, 0.4])
+    assert (q * plugin_weights(q, "macro_f1")).argmax(axis=1).sum() > 0
+    v = between_weights(q, prior, "macro_f1")
+    assert (q * v).argmax(axis=1).sum() == 0
+    np.testing.assert_allclose(v, [1.0, 1.0])  # ties go to argmax (beta 0)
 
 
 def test_choose_rule_needs_evidence_for_the_balanced_rule() -> None:

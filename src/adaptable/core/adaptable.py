@@ -83,6 +83,7 @@ from adaptable.core.calibrators import ABLATION_CALIBRATORS, Calibrator
 from adaptable.core.decision import (
     OBJECTIVES,
     RuleChoice,
+    between_weights,
     choose_rule,
     expected_confusion,
     plugin_weights,
@@ -109,7 +110,7 @@ ADJACENCIES = ("complete", "correlation")
 PRESETS = ("default", "paper")
 #: the default preset's decision where neither label-shift correction nor the balanced rule
 #: applies (``fallback``)
-FALLBACKS = ("argmax", "plugin")
+FALLBACKS = ("argmax", "plugin", "between")
 
 # =================================================================================================
 # 1. Source statistics and the shift trend (Eq. 1; Algorithm 1, lines 4-6)
@@ -1100,7 +1101,7 @@ class AdapTableState:
         uncertainty: delta_i of the last batch, (n,).
         n_batches: batches adapted since fit / reset.
         decision_rule: recommended preset only: the rule used on the last batch,
-            ``"source"``, ``"balanced"``, ``"plugin"`` (``fallback="plugin"``) or
+            ``"source"``, ``"balanced"``, ``"plugin"`` / ``"between"`` (with those fallbacks) or
             ``"label_shift"`` (``None`` for the paper preset).
         shift_statistic: recommended preset only: the label-shift test's z-score after the
             last batch (small: the stream is consistent with pure label shift).
@@ -1180,7 +1181,14 @@ class AdapTable(TestTimeMethod):
             model's posteriors over the stream so far (a covariate-shift reading; it trusts
             the model's calibration on the target). Opt-in: on the generality benchmark it won
             more cases and more on average but lost more in the worst case
-            (``docs/results/design_experiments.md``).
+            (``docs/results/design_experiments.md``). ``"between"``: once the moment test has
+            rejected pure label shift (a covariate shift is in evidence), the rule
+            argmax p(y|x) / p_s(y)^beta, beta in 0, 0.1, ..., 1, with the highest expected
+            objective under the model's posteriors over the stream so far: the plug-in decision
+            held between the two source rules, so it never goes past the balanced rule. Opt-in:
+            on all four benchmarks it won more cases and came within 1.5 of the better simple
+            rule more often than ``"argmax"``, with more cases below -1 against the unadapted
+            model on three of them.
         alpha: smoothing factor of the online target-label estimator (weight of the past).
         q_low, q_high: uncertainty quantiles of the sharpen / soften rule.
         adjacency: ``"complete"`` (paper, default) or ``"correlation"`` (authors' final commit).
@@ -1711,6 +1719,16 @@ class AdapTable(TestTimeMethod):
             if balanced:
                 weights = self._rule_weights[1, 0]
                 self._last_rule = "balanced"
+            elif self.fallback == "between" and self._prior_statistic is None:
+                # Only once the moment test has rejected pure label shift: a covariate shift is
+                # in evidence, so the held-out rows may no longer stand for the target. Before
+                # that (no shift, or a label shift not yet shown) the held-out choice stands:
+                # letting the model's posteriors decide there lost 4 points on a short label
+                # shift towards the majority class (design_experiments.md).
+                weights = between_weights(
+                    self._prior_estimate.reservoir, self.source_prior_, self.objective
+                )
+                self._last_rule = "between"
             elif self.fallback == "plugin":
                 # The stream's (calibrated) posteriors taken as the target's: O(reservoir).
                 weights = plugin_weights(self._prior_estimate.reservoir, self.objective)

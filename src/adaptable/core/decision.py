@@ -11,6 +11,8 @@ minority class more often than argmax does. Three pieces:
   balanced rule (argmax p(y|x) / p_s(y), post-hoc logit adjustment), whichever serves the
   objective, with a bootstrap guard: the balanced rule is chosen only when it beats the source
   rule on the resampled validation rows with probability at least ``evidence``;
+- :func:`between_weights` -- the same, restricted to v = 1 / p_s^beta, beta in [0, 1]: between
+  argmax and the balanced rule, never past them;
 - :func:`plugin_weights` -- given posteriors believed to be the target's, class weights v such
   that argmax_y q(y|x) v(y) maximises the *expected* objective over those rows ("plug-in"
   decision; binary macro-F1 by an exact threshold search, multi-class by the family
@@ -239,3 +241,61 @@ def _macro_f1_threshold(q1: np.ndarray) -> float:
     above = order[best - 1] if best > 0 else 1.0
     below = order[best] if best < n else 0.0
     return float(np.clip((above + below) / 2.0, 1e-6, 1.0 - 1e-6))
+
+
+def between_weights(posteriors: np.ndarray, prior: np.ndarray, objective: str) -> np.ndarray:
+    """Class weights v = 1 / p_s^beta, beta in :data:`BETAS`, with the highest expected
+    objective under ``posteriors``: the plug-in decision held between the source's two rules.
+
+    beta 0 is argmax, beta 1 the balanced rule argmax p / p_s. Unlike :func:`plugin_weights`
+    the family is built from p_s, not from the posteriors' mean, so however wrong the
+    posteriors are on the target the decision never goes past the balanced rule. Ties go to
+    the smaller beta (closer to the model's own decision).
+
+    Args:
+        posteriors: rows believed to follow the target distribution, with their posteriors q,
+            (n, C).
+        prior: p_s, (C,).
+        objective: one of :data:`OBJECTIVES`.
+
+    Example:
+        >>> q1 = np.array([0.45, 0.4, 0.3, 0.1, 0.05, 0.05])   # 1.35 expected positives
+        >>> q = np.stack([1 - q1, q1], axis=1)
+        >>> v = between_weights(q, np.array([0.8, 0.2]), "macro_f1")
+        >>> (q * v).argmax(axis=1).tolist()     # beta 0.3: predict 1 when q1 > 0.397
+        [1, 1, 0, 0, 0, 0]
+        >>> # A balanced source: both rules are argmax, so this stays argmax (no positive) where
+        >>> # the plug-in, trusting q, predicts two positives.
+        >>> between_weights(q, np.array([0.5, 0.5]), "macro_f1").tolist()
+        [1.0, 1.0]
+        >>> int((q * plugin_weights(q, "macro_f1")).argmax(axis=1).sum())
+        2
+    """
+    q = np.asarray(posteriors, dtype=np.float64)
+    prior = np.asarray(prior, dtype=np.float64)
+    candidates = 1.0 / prior[None, :] ** BETAS[:, None]  # (B, C)
+    if q.shape[1] == 2:
+        expected = score(_binary_family_confusions(q[:, 1], prior), objective)
+    else:
+        preds = (q[None, :, :] * candidates[:, None, :]).argmax(axis=-1)
+        expected = score(expected_confusion(q, preds), objective)
+    return candidates[int(np.argmax(expected))]
+
+
+def _binary_family_confusions(q1: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """Expected confusion matrices (B, 2, 2) of the rules v = 1 / p_s^beta on binary rows.
+
+    Rule beta predicts 1 where q1 / q0 > (p1 / p0)^beta, i.e. q1 > r / (1 + r): one sort and a
+    cumulative sum serve every beta (the stream's reservoir is scored on every batch).
+    """
+    order = np.sort(q1)[::-1]
+    n, positives = len(order), float(order.sum())
+    tp_by_k = np.concatenate([[0.0], np.cumsum(order)])
+    odds = (prior[1] / prior[0]) ** BETAS
+    # rows strictly above each threshold, as argmax sends ties to class 0
+    k = np.searchsorted(-order, -(odds / (1.0 + odds)), side="left")
+    tp1 = tp_by_k[k]
+    fp1 = k - tp1
+    fn1 = positives - tp1
+    tp0 = (n - positives) - fp1
+    return np.stack([np.stack([tp0, fp1], axis=-1), np.stack([fn1, tp1], axis=-1)], axis=1)

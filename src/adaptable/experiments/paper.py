@@ -391,6 +391,8 @@ GENERALITY_METHODS: tuple[tuple[str, str, tuple[tuple[str, Any], ...]], ...] = (
     ("adaptable", "default + temperature calibrator", ((CALIBRATOR_OPTION, "temperature"),)),
     # the opt-in decision where the default keeps argmax (design_experiments.md)
     ("adaptable", "default, fallback=plugin", (("fallback", "plugin"),)),
+    # the opt-in decision held between argmax and the balanced rule (design_experiments.md)
+    ("adaptable", "default, fallback=between", (("fallback", "between"),)),
     ("oracle_prior", "Oracle prior", ()),
 )
 _ORACLE_NOTE = (
