@@ -60,25 +60,35 @@ def test_plugin_weights_for_accuracy_balanced_accuracy_and_multiclass() -> None:
     assert score(expected_confusion(q, (q * v).argmax(axis=1)), "macro_f1") == pytest.approx(best)
 
 
-@pytest.mark.parametrize("n_classes", [2, 3])
-def test_between_weights_are_the_best_rule_between_argmax_and_the_balanced_rule(n_classes) -> None:
+@pytest.mark.parametrize(
+    ("alpha", "prior", "best_beta"),
+    [([3.0, 1.0], [0.75, 0.25], 0.6), ([3.0, 1.0, 0.6], [0.7, 0.2, 0.1], 0.4)],
+)
+def test_between_weights_are_the_best_rule_between_argmax_and_the_balanced_rule(
+    alpha, prior, best_beta
+) -> None:
+    n_classes = len(alpha)
     rng = np.random.default_rng(7 + n_classes)
-    q = rng.dirichlet(np.linspace(0.5, 2.0, n_classes), 300)
-    prior = rng.dirichlet(np.ones(n_classes) * 3)
+    q = rng.dirichlet(alpha, 300)  # minority classes with low posteriors
+    prior = np.array(prior)
     family = [1 / prior**b for b in BETAS]
     expected = [score(expected_confusion(q, (q * w).argmax(axis=1)), "macro_f1") for w in family]
     v = between_weights(q, prior, "macro_f1")
     first_best = int(np.argmax(expected))
+    assert BETAS[first_best] == pytest.approx(best_beta)  # inside (0, 1): neither end rule
     np.testing.assert_allclose(v, family[first_best])
     # For accuracy the Bayes rule (beta 0) maximises the expected accuracy under q.
     np.testing.assert_allclose(between_weights(q, prior, "accuracy"), np.ones(n_classes))
 
 
 def test_binary_between_family_by_sorting_equals_the_rules_argmax() -> None:
-    # The binary path scores every beta from one sort; it must agree with applying each rule.
+    # The binary path scores every beta from one sort; it must agree with applying each rule,
+    # including rules that predict no positive at all (the first draw: every q1 below 0.5).
     rng = np.random.default_rng(11)
-    for _ in range(30):
+    for draw in range(30):
         q1 = rng.beta(rng.uniform(0.3, 3.0), rng.uniform(0.3, 3.0), rng.integers(1, 400))
+        if draw == 0:
+            q1 = 0.45 * q1
         q = np.stack([1 - q1, q1], axis=1)
         prior = rng.dirichlet([2.0, 2.0])
         rules = [(q * (1 / prior**b)).argmax(axis=1) for b in BETAS]
