@@ -3,7 +3,7 @@
 The recommended adapter (``AdapTable(preset="default")``) separates *estimating* the target
 posterior from *deciding*. For a metric other than accuracy the most probable class is not the
 best decision: on an imbalanced source, macro-F1 and balanced accuracy reward predicting the
-minority class more often than argmax does. Three pieces:
+minority class more often than argmax does. Four pieces:
 
 - :func:`score` -- macro-F1, balanced accuracy or accuracy from a confusion matrix, hard or
   expected (soft), computed with ``bincount`` instead of one scikit-learn call per bootstrap;
