@@ -228,12 +228,9 @@ def plugin_weights(posteriors: np.ndarray, objective: str) -> np.ndarray:
 def _macro_f1_threshold(q1: np.ndarray) -> float:
     """The threshold t (predict 1 when q1 >= t) with the highest expected binary macro-F1."""
     order = np.sort(q1)[::-1]
-    n, positives = len(order), float(order.sum())
-    k = np.arange(n + 1)  # predict the k most probable rows positive
-    tp1 = np.concatenate([[0.0], np.cumsum(order)])
-    fp1 = k - tp1
-    fn1 = positives - tp1
-    tp0 = (n - positives) - fp1
+    n = len(order)
+    # predict the k most probable rows positive, for every k
+    (tp0, fp1), (fn1, tp1) = _top_k_confusions(order, np.arange(n + 1)).transpose(1, 2, 0)
     f1_one = 2 * tp1 / np.maximum(2 * tp1 + fp1 + fn1, 1e-12)
     f1_zero = 2 * tp0 / np.maximum(2 * tp0 + fn1 + fp1, 1e-12)
     best = int(np.argmax(f1_one + f1_zero))
@@ -289,12 +286,17 @@ def _binary_family_confusions(q1: np.ndarray, prior: np.ndarray) -> np.ndarray:
     cumulative sum serve every beta (the stream's reservoir is scored on every batch).
     """
     order = np.sort(q1)[::-1]
-    n, positives = len(order), float(order.sum())
-    tp_by_k = np.concatenate([[0.0], np.cumsum(order)])
     odds = (prior[1] / prior[0]) ** BETAS
     # rows strictly above each threshold, as argmax sends ties to class 0
     k = np.searchsorted(-order, -(odds / (1.0 + odds)), side="left")
-    tp1 = tp_by_k[k]
+    return _top_k_confusions(order, k)
+
+
+def _top_k_confusions(order: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Expected confusion matrices (len(k), 2, 2) of predicting class 1 for the k most probable
+    rows, each k; ``order``: the rows' q1 sorted in decreasing order (one cumulative sum)."""
+    n, positives = len(order), float(order.sum())
+    tp1 = np.concatenate([[0.0], np.cumsum(order)])[k]
     fp1 = k - tp1
     fn1 = positives - tp1
     tp0 = (n - positives) - fp1
