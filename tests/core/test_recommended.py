@@ -260,6 +260,71 @@ def test_files_from_before_the_likelihood_ratio_test_load_without_it(source, tmp
     assert load(AdapTable, path, model).label_shift_level == 0.01
 
 
+def covariate_shifted_stream(rng: np.random.Generator, n: int = 1280) -> pd.DataFrame:
+    """Rows whose first feature moved by -1 (p(y|x) unchanged): the moment test rejects, and
+    the model's expected confusion on them favours the balanced rule (0.67 vs 0.58)."""
+    X = draw(np.zeros(n, dtype=int), rng, shift=-1.0)
+    X["k"] = draw((rng.random(n) < 0.2).astype(int), rng)["k"]
+    return X
+
+
+def test_a_plain_held_out_win_lets_the_stream_check_decide_under_covariate_shift(source) -> None:
+    """Where the balanced rule beat argmax on the held-out rows without the bootstrap margin
+    (evidence 0.47, as on Hospital Readmission), it is considered only once the moment test
+    has rejected pure label shift, and then the stream's expected confusion decides."""
+    from adaptable.core.decision import RuleChoice
+
+    weak = RuleChoice(beta=0.0, source_score=0.625, balanced_score=0.626, evidence=0.47)
+    shifted = covariate_shifted_stream(np.random.default_rng(7))
+    rules = {}
+    for evidence in (0.0, 0.47, 0.48, 0.8):
+        method = fitted(source, covariate_rule_evidence=evidence)
+        method.rule_ = weak
+        stream(method, shifted)
+        assert method.state.shift_statistic > method.shift_test_threshold
+        rules[evidence] = method.state.decision_rule
+    # the stream favours the balanced rule here (the same stream with the strong held-out rule)
+    assert rules == {0.0: "balanced", 0.47: "balanced", 0.48: "source", 0.8: "source"}
+    strong = fitted(source)
+    stream(strong, shifted)
+    assert strong.rule_.beta == 1.0 and strong.state.decision_rule == "balanced"
+    # A held-out loss of the balanced rule is never enough, whatever the threshold.
+    method = fitted(source)
+    method.rule_ = RuleChoice(beta=0.0, source_score=0.626, balanced_score=0.626, evidence=0.0)
+    stream(method, shifted)
+    assert method.state.decision_rule == "source"
+    # In-domain rows pass the moment test: there the bootstrap margin (rule_evidence) stands,
+    # although the stream check favours the balanced rule on these three batches.
+    rng = np.random.default_rng(5)
+    in_domain = draw((rng.random(1280) < 0.2).astype(int), rng).iloc[:192]
+    rules = {}
+    for evidence in (0.8, 0.47):
+        method = fitted(source, rule_evidence=evidence)
+        method.rule_ = weak
+        stream(method, in_domain)
+        assert method.state.shift_statistic <= method.shift_test_threshold
+        rules[evidence] = method.state.decision_rule
+    assert rules == {0.8: "source", 0.47: "balanced"}
+
+
+def test_files_from_before_covariate_rule_evidence_keep_one_threshold(source, tmp_path) -> None:
+    import json
+
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    model, *_ = source
+    method = fitted(source, rule_evidence=0.7)
+    path = tmp_path / "before.safetensors"
+    method.save(path)
+    assert load(AdapTable, path, model).covariate_rule_evidence == 0.0
+    with safe_open(str(path), framework="numpy") as handle:
+        meta = json.loads(handle.metadata()["adaptable"])
+    del meta["params"]["covariate_rule_evidence"]  # what a file of the previous version holds
+    save_file(load_file(str(path)), str(path), metadata={"adaptable": json.dumps(meta)})
+    assert load(AdapTable, path, model).covariate_rule_evidence == 0.7
+
+
 def test_bad_default_parameters_name_themselves() -> None:
     with pytest.raises(ValueError, match="label_shift_level"):
         AdapTable(label_shift_level=0.0)
@@ -271,6 +336,8 @@ def test_bad_default_parameters_name_themselves() -> None:
         AdapTable(calibrator="oracle_test_labels")
     with pytest.raises(ValueError, match="rule_evidence"):
         AdapTable(rule_evidence=1.5)
+    with pytest.raises(ValueError, match="covariate_rule_evidence"):
+        AdapTable(covariate_rule_evidence=-0.1)
     with pytest.raises(ValueError, match="fallback"):
         AdapTable(fallback="balanced")
 

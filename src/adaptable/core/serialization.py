@@ -223,6 +223,8 @@ class _Reader:
             raise self.error("params", "name no preset")
         # Written before the likelihood-ratio test: its decisions were made without it.
         params.setdefault("label_shift_level", 1.0)
+        # Written before covariate_rule_evidence: one evidence threshold decided everywhere.
+        params.setdefault("covariate_rule_evidence", params.get("rule_evidence", 0.8))
         # Parameters added since the file was written take their defaults; unknown ones refuse.
         try:
             cls(**params)
