@@ -288,6 +288,15 @@ def test_a_plain_held_out_win_lets_the_stream_check_decide_under_covariate_shift
     strong = fitted(source)
     stream(strong, shifted)
     assert strong.rule_.beta == 1.0 and strong.state.decision_rule == "balanced"
+    # Where the stream favours argmax (the same covariate shift the other way: 0.74 vs 0.68),
+    # the plain held-out win is not enough: the stream check has to be fed and read.
+    rightwards = draw(np.zeros(1280, dtype=int), np.random.default_rng(7), shift=1.5)
+    rightwards["k"] = covariate_shifted_stream(np.random.default_rng(8))["k"]
+    method = fitted(source)
+    method.rule_ = weak
+    stream(method, rightwards)
+    assert method.state.shift_statistic > method.shift_test_threshold
+    assert method.state.decision_rule == "source"
     # A held-out loss of the balanced rule is never enough, whatever the threshold.
     method = fitted(source)
     method.rule_ = RuleChoice(beta=0.0, source_score=0.626, balanced_score=0.626, evidence=0.0)
@@ -305,6 +314,48 @@ def test_a_plain_held_out_win_lets_the_stream_check_decide_under_covariate_shift
         assert method.state.shift_statistic <= method.shift_test_threshold
         rules[evidence] = method.state.decision_rule
     assert rules == {0.8: "source", 0.47: "balanced"}
+
+
+def test_label_shift_decision_is_the_plugin_rule_under_the_estimated_prior(source) -> None:
+    """In the label-shift branch the output is the EM-re-weighted posteriors times the class
+    weights that maximise expected macro-F1 over the reservoir (recomputed here by hand)."""
+    from adaptable.core.decision import plugin_weights
+    from adaptable.core.probability import normalize
+
+    model, *_ = source
+    rng = np.random.default_rng(1)
+    X = draw((rng.random(1024) < 0.7).astype(int), rng)
+    method = fitted(source)
+    stream(method, X[:-64])
+    last = X[-64:]
+    proba = method.predict_proba(last)
+    assert method.state.decision_rule == "label_shift"
+    estimate = method._prior_estimate
+    weights = plugin_weights(estimate.target_posteriors(), "macro_f1")
+    assert not np.allclose(weights, weights[0])  # a threshold other than argmax q
+    expected = normalize(estimate.target_posteriors(model.predict_proba(last)) * weights)
+    np.testing.assert_allclose(proba, expected, atol=1e-10)
+
+
+def test_a_calibrator_informs_the_check_but_the_output_keeps_the_model_posteriors(source) -> None:
+    """With a calibrator, outside label-shift correction the decision re-weights the model's
+    own softmax (the calibrated posteriors feed the stream check only)."""
+    model, *_ = source
+    rng = np.random.default_rng(5)
+    rows = draw((rng.random(640) < 0.2).astype(int), rng)
+    method = fitted(source, calibrator="temperature")
+    assert method.calibrator_name_ == "temperature"
+    for i in range(0, len(rows), 64):
+        batch = rows.iloc[i : i + 64]
+        proba = method.predict_proba(batch)
+        rule = method.state.decision_rule
+        assert rule in ("source", "balanced")
+        raw = model.predict_proba(batch)
+        weights = np.ones(2) if rule == "source" else 1.0 / method.source_prior_
+        expected = raw * weights
+        np.testing.assert_allclose(
+            proba, expected / expected.sum(axis=1, keepdims=True), atol=1e-10
+        )
 
 
 def test_files_from_before_covariate_rule_evidence_keep_one_threshold(source, tmp_path) -> None:
