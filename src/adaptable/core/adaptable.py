@@ -1698,8 +1698,8 @@ class AdapTable(TestTimeMethod):
         the target label distribution differs from p_s by the likelihood-ratio test: the
         posteriors q re-weighted by p_t / p_s, and the class weights that maximise the
         expected objective over the stream so far. Otherwise: the
-        balanced rule argmax p / p_s where both the held-out source rows (``rule_``) and the
-        model's own calibrated view of the stream so far say it serves the objective better
+        balanced rule argmax p / p_s where both the held-out source rows (``rule_``, with the
+        evidence :meth:`_balanced_candidate` asks) and the model's own calibrated view of the stream so far say it serves the objective better
         than argmax; else argmax.
         """
         self.shift_test_.update(encoded.numeric, encoded.codes)
