@@ -1699,8 +1699,8 @@ class AdapTable(TestTimeMethod):
         posteriors q re-weighted by p_t / p_s, and the class weights that maximise the
         expected objective over the stream so far. Otherwise: the
         balanced rule argmax p / p_s where both the held-out source rows (``rule_``, with the
-        evidence :meth:`_balanced_candidate` asks) and the model's own calibrated view of the stream so far say it serves the objective better
-        than argmax; else argmax.
+        evidence :meth:`_balanced_candidate` asks) and the model's own calibrated view of the
+        stream so far say it serves the objective better than argmax; else argmax.
         """
         self.shift_test_.update(encoded.numeric, encoded.codes)
         self._prior_estimate.add(calibrated)
@@ -1713,6 +1713,8 @@ class AdapTable(TestTimeMethod):
             rules = (proba * self._rule_weights).argmax(axis=-1)
             self._expected += expected_confusion(calibrated, rules)
         label_shift = self._label_shift_applies()
+        # the moment test rejected pure label shift: a covariate shift is in evidence
+        covariate = self._prior_statistic is None
         # p_t as estimated (only updated while the moment test accepts), for the state
         target = self._prior_estimate.prior.copy()
         if label_shift:
@@ -1721,8 +1723,7 @@ class AdapTable(TestTimeMethod):
             self._last_rule = "label_shift"
         else:
             posteriors = proba
-            # _prior_statistic is None: the moment test rejected pure label shift
-            if self._balanced_candidate(covariate=self._prior_statistic is None):
+            if self._balanced_candidate(covariate=covariate):
                 source_score, balanced_score = score(self._expected, self.objective)
                 balanced = bool(balanced_score >= source_score)
             else:
@@ -1730,12 +1731,12 @@ class AdapTable(TestTimeMethod):
             if balanced:
                 weights = self._rule_weights[1, 0]
                 self._last_rule = "balanced"
-            elif self.fallback == "between" and self._prior_statistic is None:
-                # Only once the moment test has rejected pure label shift: a covariate shift is
-                # in evidence, so the held-out rows may no longer stand for the target. Before
-                # that (no shift, or a label shift not yet shown) the held-out choice stands:
-                # letting the model's posteriors decide there lost 4 points on a short label
-                # shift towards the majority class (design_experiments.md).
+            elif self.fallback == "between" and covariate:
+                # Only once a covariate shift is in evidence: the held-out rows may no longer
+                # stand for the target. Before that (no shift, or a label shift not yet shown)
+                # the held-out choice stands: letting the model's posteriors decide there lost
+                # 4 points on a short label shift towards the majority class
+                # (design_experiments.md).
                 weights = between_weights(
                     self._prior_estimate.reservoir, self.source_prior_, self.objective
                 )
