@@ -1,4 +1,4 @@
-"""The development, confirmation and holdout benchmarks' domain splits, cut as documented from
+"""The development, confirmation, holdout and sealed benchmarks' domain splits, cut as documented from
 the publishers' files (the group checks: ``test_case_groups.py``)."""
 
 from __future__ import annotations
@@ -57,6 +57,19 @@ REAL_SIZES = {
         "cmc_religion": (1002, 125, 126, 198),
         "cmc_husband_occupation": (489, 61, 62, 774),
     },
+    "sealed": {
+        "readmission_inpatient": (52649, 6581, 6582, 30312),
+        "readmission_stay": (49332, 6167, 6167, 34044),
+        "readmission_insulin": (37196, 4650, 4650, 47697),
+        "readmission_payer": (25284, 3160, 3161, 61099),
+        "heloc_satisfactory": (3997, 500, 500, 4386),
+        "heloc_open_trades": (4028, 504, 504, 4351),
+        "heloc_install_balance": (4408, 551, 552, 3149),
+        "german_job": (622, 78, 78, 199),
+        "german_installment_rate": (293, 37, 37, 569),
+        "german_telephone": (323, 40, 41, 536),
+        "german_existing_credits": (506, 63, 64, 330),
+    },
 }
 
 
@@ -73,6 +86,9 @@ def test_documented_sizes_cover_every_case(group: str) -> None:
         ("heloc_file_age", "AverageMInFile", [61, 400], [0, 60]),
         ("heloc_balance", "PercentTradesWBalance", [0, 67], [68, 100]),
         ("heloc_recent_trade", "MSinceMostRecentTradeOpen", [0, 5], [6, 200]),
+        ("heloc_satisfactory", "NumSatisfactoryTrades", [20, 80], [0, 19]),
+        ("heloc_open_trades", "NumTradesOpeninLast12M", [0, 1], [2, 19]),
+        ("heloc_install_balance", "NumInstallTradesWBalance", [0, 2], [3, 23]),
     ],
 )
 def test_helocs_special_codes_are_in_neither_domain(
@@ -90,6 +106,8 @@ def test_helocs_special_codes_are_in_neither_domain(
         ("compas_race", "compas-scores-two-years"),
         ("german_employment", "german.data"),
         ("german_savings", "german.data"),
+        ("german_telephone", "german.data"),
+        ("heloc_open_trades", "heloc"),
     ],
 )
 def test_an_absent_file_is_named_with_where_to_get_it(tmp_path: Path, case: str, file: str):

@@ -80,6 +80,7 @@ def test_table_specs_cover_rows_seeds_and_options() -> None:
                 "development",
                 "confirmation",
                 "holdout",
+                "sealed",
             ):
                 expected = "default" if row.label == "AdapTable (default)" else "paper"
                 assert row.option_dict["preset"] == expected, (name, row.label)

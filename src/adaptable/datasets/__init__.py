@@ -1,7 +1,7 @@
 """The six TableShift tasks AdapTable is evaluated on, the generality benchmark's domain-split
 cases (``GENERALITY_TASKS``), the development benchmark's cases (``DEVELOPMENT_TASKS``), the
 confirmation benchmark's cases (``CONFIRMATION_TASKS``), the holdout benchmark's cases
-(``HOLDOUT_TASKS``), and the shared Encoder.
+(``HOLDOUT_TASKS``), the sealed benchmark's cases (``SEALED_TASKS``), and the shared Encoder.
 
 >>> from adaptable import datasets
 >>> ds = datasets.load("hospital_readmission")  # embedded copy, no data directory needed
@@ -20,6 +20,7 @@ from adaptable.datasets.registry import (
     DEVELOPMENT_TASKS,
     GENERALITY_TASKS,
     HOLDOUT_TASKS,
+    SEALED_TASKS,
     TASKS,
     TaskInfo,
     available,
@@ -49,6 +50,7 @@ __all__ = [
     "DEVELOPMENT_TASKS",
     "GENERALITY_TASKS",
     "HOLDOUT_TASKS",
+    "SEALED_TASKS",
     "TASKS",
     "TaskInfo",
     "available",

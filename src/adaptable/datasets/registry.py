@@ -125,6 +125,9 @@ CONFIRMATION_TASKS = _case_names("CONFIRMATION_CASES")
 #: the holdout benchmark's cases: a fourth set of split columns, fixed after every design of the
 #: default adapter, run once on it, never used to choose anything
 HOLDOUT_TASKS = _case_names("HOLDOUT_CASES")
+#: the sealed benchmark's cases: a fifth set of split columns, fixed before any design was run
+#: on them, for judging the next design
+SEALED_TASKS = _case_names("SEALED_CASES")
 _FACTORIES.update({name: _domain_case(name) for name in _case_names("ALL_CASES")})
 #: task group -> its tasks, in the order ``available()`` lists them
 GROUPS = {
@@ -133,6 +136,7 @@ GROUPS = {
     "development": DEVELOPMENT_TASKS,
     "confirmation": CONFIRMATION_TASKS,
     "holdout": HOLDOUT_TASKS,
+    "sealed": SEALED_TASKS,
 }
 
 
