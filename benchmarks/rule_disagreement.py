@@ -24,6 +24,7 @@ import warnings
 import numpy as np
 from sklearn.metrics import f1_score
 
+from adaptable.core.decision import prior_adjusted
 from adaptable.experiments.runner import RunContext, get_dataset, source_model
 
 
@@ -52,7 +53,8 @@ def main(argv: list[str] | None = None) -> None:
                 stream = context.components.apply_shift(scenario, dataset, seed)
                 labels = np.asarray(stream.y, dtype=np.int64)
                 proba = np.asarray(model.predict_proba(stream.X), dtype=np.float64)
-                argmax, balanced = proba.argmax(axis=1), (proba / prior).argmax(axis=1)
+                argmax = proba.argmax(axis=1)
+                balanced = prior_adjusted(proba, prior).argmax(axis=1)
                 gain = f1_score(labels, balanced, average="macro") - f1_score(
                     labels, argmax, average="macro"
                 )

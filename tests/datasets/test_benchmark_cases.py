@@ -1,5 +1,5 @@
-"""The development, confirmation, holdout and sealed benchmarks' domain splits, cut as documented from
-the publishers' files (the group checks: ``test_case_groups.py``)."""
+"""The development, confirmation, holdout and sealed benchmarks' domain splits, cut as
+documented from the publishers' files (the group checks: ``test_case_groups.py``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The benchmark case groups (generality, development, confirmation, holdout, sealed): each registered apart and
-in its order, disjoint from every other task, and none cutting a data set along a column that
-an earlier group (or the paper's two natural shifts) cuts: a design chosen on one group is
-checked on the next."""
+"""The benchmark case groups (generality, development, confirmation, holdout, sealed): each
+registered apart and in its order, disjoint from every other task, and none cutting a data set
+along a column that an earlier group (or the paper's two natural shifts) cuts: a design chosen
+on one group is checked on the next."""
 
 from __future__ import annotations
 
