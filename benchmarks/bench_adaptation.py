@@ -34,7 +34,7 @@ Usage:
     python benchmarks/bench_adaptation.py --data-dir /path/to/data
         [--datasets heloc hospital_readmission] [--batch-sizes 16 64 256 1024 8192]
         [--rows 8192] [--repeats 5] [--cache-dir DIR] [--preset default|paper]
-        [--fallback argmax|plugin|between]
+        [--fallback argmax|plugin|between] [--stream-check model|both]
 """
 
 from __future__ import annotations
@@ -129,7 +129,11 @@ def bench_dataset(
 
         X = shifts.apply(args.scenario, dataset, seed=0).X
     options = (
-        {"fallback": args.fallback, "label_shift_level": args.label_shift_level}
+        {
+            "fallback": args.fallback,
+            "label_shift_level": args.label_shift_level,
+            **({"stream_check": args.stream_check} if args.stream_check else {}),
+        }
         if args.preset == "default"
         else {}
     )
@@ -221,6 +225,12 @@ def main() -> None:
         default="argmax",
         help="default preset: AdapTable(fallback=...) (plugin / between: the opt-in decisions)",
     )
+    parser.add_argument(
+        "--stream-check",
+        choices=("model", "both"),
+        default=None,
+        help="default preset: AdapTable(stream_check=...) (default: the adapter's own default)",
+    )
     parser.add_argument("--fit-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fit_child:
@@ -228,7 +238,8 @@ def main() -> None:
         return
     torch.set_num_threads(1)
     print(
-        f"AdapTable(preset={args.preset!r}, fallback={args.fallback!r}); "
+        f"AdapTable(preset={args.preset!r}, fallback={args.fallback!r}, "
+        f"stream_check={args.stream_check or AdapTable().stream_check!r}); "
         f"torch threads {torch.get_num_threads()}, {args.repeats} repeats, >= {args.rows} rows "
         f"per repeat, load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
     )

@@ -316,6 +316,88 @@ def test_a_plain_held_out_win_lets_the_stream_check_decide_under_covariate_shift
     assert rules == {0.8: "source", 0.47: "balanced"}
 
 
+def moved_away_stream(rate: float, n: int = 2560) -> tuple[pd.DataFrame, np.ndarray]:
+    """The source's classes at a new rate, every row's category "b" (a level that says nothing
+    of the class): the moment test rejects pure label shift, and the model's posteriors keep
+    the source's 20 % belief about the rows the category no longer tells apart."""
+    rng = np.random.default_rng(11)
+    y = (rng.random(n) < rate).astype(int)
+    X = draw(y, rng)
+    X["k"] = "b"
+    return X, y
+
+
+def test_the_label_shift_reading_vetoes_the_balanced_rule_on_a_stream_that_left_its_class(
+    source, tmp_path
+) -> None:
+    """Adult's married / not-married split in small: the target has far fewer of the class the
+    balanced rule boosts, the model over-states it, and its posteriors alone favour the
+    balanced rule. Read as a label shift (EM re-weighting, prior centred at p_s), the stream
+    favours argmax, and ``stream_check="both"`` keeps it."""
+    model, *_ = source
+    for rate in (0.05, 0.1):
+        X, y = moved_away_stream(rate)
+        source_f1 = f1_score(y, model.predict(X), average="macro")
+        f1, rules = {}, {}
+        for check in ("model", "both"):
+            method = fitted(source, stream_check=check)
+            f1[check] = f1_score(y, stream(method, X).argmax(axis=1), average="macro")
+            rules[check] = method.state.decision_rule
+            assert method.state.shift_statistic > method.shift_test_threshold
+        assert rules == {"model": "balanced", "both": "source"}
+        assert f1["model"] < source_f1 - 0.05  # what the model's reading alone costs
+        assert f1["both"] > f1["model"] + 0.02
+        assert f1["both"] >= source_f1 - 0.035  # only the first batches, before the veto
+    # Where the label mix did not move, both readings agree on the balanced rule.
+    X, _ = moved_away_stream(0.2)
+    for check in ("model", "both"):
+        method = fitted(source, stream_check=check)
+        stream(method, X)
+        assert method.state.decision_rule == "balanced"
+    # The reading's estimate is warm-started from the last one (a cache, not saved): a loaded
+    # adapter starts it again from p_s and reaches the same decisions.
+    X, _ = moved_away_stream(0.05)
+    method = fitted(source, stream_check="both")
+    stream(method, X.iloc[:1280])
+    method.save(tmp_path / "both.safetensors")
+    loaded = AdapTable.load(tmp_path / "both.safetensors", model=model)
+    np.testing.assert_allclose(stream(loaded, X.iloc[1280:]), stream(method, X.iloc[1280:]))
+
+
+def test_the_label_shift_reading_scores_both_rules_on_the_reweighted_reservoir(source) -> None:
+    """The veto recomputed by hand: MAP-EM on the reservoir with a prior centred at p_s worth
+    ``prior_strength`` rows, posteriors re-weighted by p_t / p_s, each rule's expected
+    macro-F1 from the expected confusion of its predictions on the reservoir."""
+    X, _ = moved_away_stream(0.05)
+    method = fitted(source, stream_check="both")
+    stream(method, X.iloc[:640])
+    reservoir = method._prior_estimate.reservoir
+    p_s = method.source_prior_
+    prior = p_s.copy()
+    for _ in range(2000):  # EM to its fixed point, from p_s
+        resp = reservoir / p_s * prior
+        resp /= resp.sum(axis=1, keepdims=True)
+        prior = (resp.sum(axis=0) + method.prior_strength * p_s) / (
+            len(reservoir) + method.prior_strength
+        )
+    np.testing.assert_allclose(method._reading_prior, prior, atol=1e-5)
+    assert method._reading_prior[1] < p_s[1] - 0.05  # the stream moved away from class 1
+    weighted = reservoir * prior / p_s
+    weighted /= weighted.sum(axis=1, keepdims=True)
+    scores = []
+    for pred in (reservoir.argmax(axis=1), (reservoir / p_s).argmax(axis=1)):
+        f1 = []
+        for k in (0, 1):
+            tp = weighted[pred == k, k].sum()
+            f1.append(2 * tp / (weighted[:, k].sum() + (pred == k).sum()))
+        scores.append(np.mean(f1))
+    assert scores[1] < scores[0]  # the balanced rule loses under this reading...
+    running = method._prior_estimate.prior.copy()
+    assert method._balanced_under_label_shift_reading() is False  # ...and the adapter says so
+    # the running estimate of the label-shift branch is left as it was
+    np.testing.assert_array_equal(method._prior_estimate.prior, running)
+
+
 def test_label_shift_decision_is_the_plugin_rule_under_the_estimated_prior(source) -> None:
     """In the label-shift branch the output is the EM-re-weighted posteriors times the class
     weights that maximise expected macro-F1 over the reservoir (recomputed here by hand)."""
@@ -376,6 +458,24 @@ def test_files_from_before_covariate_rule_evidence_keep_one_threshold(source, tm
     assert load(AdapTable, path, model).covariate_rule_evidence == 0.7
 
 
+def test_files_from_before_stream_check_keep_the_model_reading(source, tmp_path) -> None:
+    import json
+
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    model, *_ = source
+    method = fitted(source, stream_check="both")
+    path = tmp_path / "both.safetensors"
+    method.save(path)
+    assert load(AdapTable, path, model).stream_check == "both"
+    with safe_open(str(path), framework="numpy") as handle:
+        meta = json.loads(handle.metadata()["adaptable"])
+    del meta["params"]["stream_check"]  # what a file of the previous version holds
+    save_file(load_file(str(path)), str(path), metadata={"adaptable": json.dumps(meta)})
+    assert load(AdapTable, path, model).stream_check == "model"
+
+
 def test_bad_default_parameters_name_themselves() -> None:
     with pytest.raises(ValueError, match="label_shift_level"):
         AdapTable(label_shift_level=0.0)
@@ -391,6 +491,8 @@ def test_bad_default_parameters_name_themselves() -> None:
         AdapTable(covariate_rule_evidence=-0.1)
     with pytest.raises(ValueError, match="fallback"):
         AdapTable(fallback="balanced")
+    with pytest.raises(ValueError, match="stream_check"):
+        AdapTable(stream_check="label_shift")
 
 
 def test_logits_alone_are_refused_by_the_default_preset(source) -> None:

@@ -111,6 +111,7 @@ PRESETS = ("default", "paper")
 #: the default preset's decision where neither label-shift correction nor the balanced rule
 #: applies (``fallback``)
 FALLBACKS = ("argmax", "plugin", "between")
+STREAM_CHECKS = ("model", "both")
 
 # =================================================================================================
 # 1. Source statistics and the shift trend (Eq. 1; Algorithm 1, lines 4-6)
@@ -1196,6 +1197,13 @@ class AdapTable(TestTimeMethod):
             on all four benchmarks it won more cases and came within 1.5 of the better simple
             rule more often than ``"argmax"``, with more cases below -1 against the unadapted
             model on three of them.
+        stream_check: default preset: how the stream confirms the balanced rule once the
+            held-out rows let it be considered. ``"model"``: the expected confusion of both
+            rules under the model's posteriors over the stream (a covariate-shift reading)
+            must not favour argmax. ``"both"``: the same, and again under the posteriors
+            re-weighted as if the stream were a label shift (MAP-EM over the reservoir, its
+            Dirichlet prior centred at p_s and worth ``prior_strength`` rows): the balanced
+            rule must win under either reading of the shift.
         alpha: smoothing factor of the online target-label estimator (weight of the past).
         q_low, q_high: uncertainty quantiles of the sharpen / soften rule.
         adjacency: ``"complete"`` (paper, default) or ``"correlation"`` (authors' final commit).
@@ -1245,6 +1253,7 @@ class AdapTable(TestTimeMethod):
         "rule_evidence": [Interval(Real, 0, 1, closed="both")],
         "covariate_rule_evidence": [Interval(Real, 0, 1, closed="both")],
         "fallback": [StrOptions(FALLBACKS)],
+        "stream_check": [StrOptions(STREAM_CHECKS)],
         "alpha": [Interval(Real, 0, 1, closed="both")],
         "q_low": [Interval(Real, 0, 1, closed="both")],
         "q_high": [Interval(Real, 0, 1, closed="both")],
@@ -1281,6 +1290,7 @@ class AdapTable(TestTimeMethod):
         rule_evidence: float = 0.8,
         covariate_rule_evidence: float = 0.0,
         fallback: str = "argmax",
+        stream_check: str = "model",
         alpha: float = 0.1,
         q_low: float = 0.25,
         q_high: float = 0.75,
@@ -1312,6 +1322,7 @@ class AdapTable(TestTimeMethod):
         self.rule_evidence = rule_evidence
         self.covariate_rule_evidence = covariate_rule_evidence
         self.fallback = fallback
+        self.stream_check = stream_check
         self.alpha = alpha
         self.q_low = q_low
         self.q_high = q_high
@@ -1487,6 +1498,8 @@ class AdapTable(TestTimeMethod):
             self._prior_estimate.reset()
             #: expected (true, predicted) counts of argmax [0] and the balanced rule [1]
             self._expected = np.zeros((2, self.n_classes_, self.n_classes_))
+            # warm start of the label-shift reading's estimate (a cache: not saved)
+            self._reading_prior = self.source_prior_.copy()
             self._set_rule_weights()
 
     def _set_rule_weights(self) -> None:
@@ -1726,6 +1739,8 @@ class AdapTable(TestTimeMethod):
             if self._balanced_candidate(covariate=covariate):
                 source_score, balanced_score = score(self._expected, self.objective)
                 balanced = bool(balanced_score >= source_score)
+                if balanced and self.stream_check == "both":
+                    balanced = self._balanced_under_label_shift_reading()
             else:
                 balanced = False
             if balanced:
@@ -1751,6 +1766,29 @@ class AdapTable(TestTimeMethod):
                 self._last_rule = "source"
         proba = normalize(posteriors if weights is None else posteriors * weights)
         return BatchResult(proba, target, target, np.full(len(logits), np.nan), None)
+
+    def _balanced_under_label_shift_reading(self) -> bool:
+        """Whether the balanced rule also wins when the stream is read as a label shift.
+
+        The stream check scores both rules under the model's posteriors as they are (the
+        covariate-shift reading). Here the reservoir's posteriors are re-weighted by p_t / p_s,
+        p_t the MAP-EM estimate under a Dirichlet prior centred at p_s (``prior_strength``
+        rows; so a short stream reads as no label shift at all), and both rules are scored
+        again on the reservoir. A model trained where a class is common over-states it where
+        it is rare, so its posteriors alone can favour the balanced rule on a stream that has
+        moved away from the classes that rule boosts; the label-shift reading moves the other
+        way.
+        """
+        estimate = self._prior_estimate
+        self._reading_prior = estimate.estimate_with(
+            self.source_prior_, self.prior_strength, self._reading_prior
+        )
+        reservoir = estimate.reservoir
+        rules = (reservoir * self._rule_weights).argmax(axis=-1)
+        weighted = reservoir * (self._reading_prior / self.source_prior_)
+        weighted /= weighted.sum(axis=1, keepdims=True)
+        source_score, balanced_score = score(expected_confusion(weighted, rules), self.objective)
+        return bool(balanced_score >= source_score)
 
     def _balanced_candidate(self, covariate: bool) -> bool:
         """Whether the held-out rows let the balanced rule be considered: it beat argmax there,
@@ -1880,6 +1918,7 @@ class AdapTable(TestTimeMethod):
         self._expected = expected
         if expected is not None:
             self._set_rule_weights()
+            self._reading_prior = prior.copy()
         self.post_training_ = None
         self._last = None
         self._last_rule = None

@@ -478,20 +478,44 @@ class OnlinePriorEstimate:
         """MAP-EM from the last estimate (warm start); updates and returns p_t, (C,)."""
         if self.n_seen == 0:
             return self.prior.copy()
+        self.prior = self.estimate_with(
+            self.center, self.strength, self.prior, max_iterations, tolerance
+        )
+        return self.prior.copy()
+
+    def estimate_with(
+        self,
+        center: np.ndarray,
+        strength: float,
+        start: np.ndarray,
+        max_iterations: int = 100,
+        tolerance: float = 1e-6,
+    ) -> np.ndarray:
+        """MAP-EM on the reservoir under another Dirichlet prior (mean ``center``, ``strength``
+        rows), from ``start``; the running estimate p_t is left as it is.
+
+        >>> est = OnlinePriorEstimate(np.array([0.5, 0.5]), strength=0)
+        >>> est.add(np.array([[1.0, 0.0]] * 80 + [[0.0, 1.0]] * 20))
+        >>> est.estimate_with(np.array([0.5, 0.5]), 100, np.array([0.5, 0.5])).round(2).tolist()
+        [0.65, 0.35]
+        >>> est.prior.tolist()
+        [0.5, 0.5]
+        """
+        prior = np.asarray(start, dtype=np.float64)
+        if self.n_seen == 0:
+            return np.asarray(center, dtype=np.float64).copy()
         ratio = self.reservoir / self.source_prior
         row_weight = self.n_seen / len(self.reservoir)
-        pseudo = self.strength * self.center
-        prior = self.prior
+        pseudo = strength * np.asarray(center, dtype=np.float64)
         for _ in range(max_iterations):
             responsibility = ratio * prior
             responsibility /= responsibility.sum(axis=1, keepdims=True)
-            new = (row_weight * responsibility.sum(axis=0) + pseudo) / (self.n_seen + self.strength)
+            new = (row_weight * responsibility.sum(axis=0) + pseudo) / (self.n_seen + strength)
             done = np.abs(new - prior).max() < tolerance
             prior = new
             if done:
                 break
-        self.prior = prior
-        return prior.copy()
+        return prior
 
     def likelihood_ratio(self) -> float:
         """2 log [L(p_t) / L(p_s)]: the stream's likelihood under the current estimate against

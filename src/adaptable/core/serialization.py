@@ -225,6 +225,8 @@ class _Reader:
         params.setdefault("label_shift_level", 1.0)
         # Written before covariate_rule_evidence: one evidence threshold decided everywhere.
         params.setdefault("covariate_rule_evidence", params.get("rule_evidence", 0.8))
+        # Written before stream_check: the stream confirmed the balanced rule by one reading.
+        params.setdefault("stream_check", "model")
         # Parameters added since the file was written take their defaults; unknown ones refuse.
         try:
             cls(**params)
