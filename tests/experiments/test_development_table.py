@@ -26,12 +26,14 @@ def test_cases_are_development_datasets_and_registered_scenarios() -> None:
 def test_rows_are_the_decision_references_and_the_default_adapter() -> None:
     assert [r.label for r in TABLE.rows if r.model == "mlp"] == [
         "Source", "Balanced", "EM", "AdapTable (default)", "default, fallback=plugin",
-        "default, fallback=between", "Oracle prior",
+        "default, fallback=between", "default, stream_check=model", "Oracle prior",
     ]  # fmt: skip
     # The default adapter runs with its defaults (no paper preset is added to this table), and
-    # once with each opt-in fallback.
+    # once with each opt-in fallback and once as the previous default.
     options = [r.option_dict for r in TABLE.rows if r.method == "adaptable" and r.model == "mlp"]
-    assert options == [{}, {"fallback": "plugin"}, {"fallback": "between"}]
+    assert options == [
+        {}, {"fallback": "plugin"}, {"fallback": "between"}, {"stream_check": "model"},
+    ]  # fmt: skip
     assert TABLE.summary == paper.TABLES["generality"].summary
     specs = table_specs(TABLE, [0, 1, 2])
     assert len(specs) == len(TABLE.cells()) * len(TABLE.rows) * 3

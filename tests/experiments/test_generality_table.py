@@ -46,7 +46,7 @@ def test_columns_are_the_issue_method_specs_for_each_model() -> None:
         assert specs == [
             "source", "balanced", "em", "adaptable[preset=paper]", "adaptable",
             "adaptable[calibrator=temperature]", "adaptable[fallback=plugin]",
-            "adaptable[fallback=between]", "oracle_prior",
+            "adaptable[fallback=between]", "adaptable[stream_check=model]", "oracle_prior",
         ]  # fmt: skip
         # The CLI's spelling of each column parses to the same (method, options).
         for text, row in zip(specs, (r for r in TABLE.rows if r.model == model), strict=True):
@@ -57,14 +57,14 @@ def test_columns_are_the_issue_method_specs_for_each_model() -> None:
 
 def test_table_specs_cover_cases_models_seeds_and_group_by_source() -> None:
     specs = table_specs(TABLE, [0, 1, 2])
-    assert len(specs) == 29 * 3 * 3 * 9
+    assert len(specs) == 29 * 3 * 3 * 10
     assert {(s.dataset, s.scenario) for s in specs} == set(TABLE.cells())
     # Experiments sharing a source model are adjacent (one training / cache load each).
     sources = [s.source_key for s in specs]
     assert len([k for k, _ in itertools.groupby(sources)]) == len(set(sources)) == 17 * 3 * 3
     only = table_specs(TABLE, [0], ["cmc_education"], ["mlp"])
     assert {s.scenario for s in only} == {"natural", *paper.GENERALITY_DIRICHLET_PRIORS}
-    assert len(only) == 4 * 9
+    assert len(only) == 4 * 10
 
 
 def test_product_tables_keep_their_cells() -> None:

@@ -1133,7 +1133,8 @@ class AdapTable(TestTimeMethod):
     - ``preset="default"`` (recommended): decides for ``objective``, and corrects for label shift
       only where the stream supports it. Picks, on held-out source rows, the decision rule
       that serves the objective (the model's argmax, or the balanced rule
-      argmax p(y|x) / p_s(y)); and, while the
+      argmax p(y|x) / p_s(y), kept only while the stream, read both as a covariate shift and
+      as a label shift, agrees); and, while the
       stream's feature means are consistent with a pure label shift of the source (a
       moment-matching test, :class:`~adaptable.core.label_shift.LabelShiftTest`), estimates the
       target label distribution online (MAP-EM) and takes the decision that maximises the
@@ -1198,12 +1199,15 @@ class AdapTable(TestTimeMethod):
             rule more often than ``"argmax"``, with more cases below -1 against the unadapted
             model on three of them.
         stream_check: default preset: how the stream confirms the balanced rule once the
-            held-out rows let it be considered. ``"model"``: the expected confusion of both
-            rules under the model's posteriors over the stream (a covariate-shift reading)
-            must not favour argmax. ``"both"``: the same, and again under the posteriors
-            re-weighted as if the stream were a label shift (MAP-EM over the reservoir, its
-            Dirichlet prior centred at p_s and worth ``prior_strength`` rows): the balanced
-            rule must win under either reading of the shift.
+            held-out rows let it be considered. ``"both"`` (default): its expected objective
+            must be at least argmax's under two readings of the stream, the model's posteriors
+            as they are (a covariate shift) and the same posteriors re-weighted as if the
+            stream were a label shift (MAP-EM over the reservoir, its Dirichlet prior centred
+            at p_s and worth ``prior_strength`` rows, so that a short stream reads as no label
+            shift). ``"model"``: the first reading alone (the default before 2026-11-24; files
+            saved before this parameter load with it). On the four benchmarks ``"both"`` lost
+            less in the worst case on three and as much on the fourth
+            (``docs/results/design_experiments.md``).
         alpha: smoothing factor of the online target-label estimator (weight of the past).
         q_low, q_high: uncertainty quantiles of the sharpen / soften rule.
         adjacency: ``"complete"`` (paper, default) or ``"correlation"`` (authors' final commit).
@@ -1290,7 +1294,7 @@ class AdapTable(TestTimeMethod):
         rule_evidence: float = 0.8,
         covariate_rule_evidence: float = 0.0,
         fallback: str = "argmax",
-        stream_check: str = "model",
+        stream_check: str = "both",
         alpha: float = 0.1,
         q_low: float = 0.25,
         q_high: float = 0.75,
@@ -1712,8 +1716,10 @@ class AdapTable(TestTimeMethod):
         posteriors q re-weighted by p_t / p_s, and the class weights that maximise the
         expected objective over the stream so far. Otherwise: the
         balanced rule argmax p / p_s where both the held-out source rows (``rule_``, with the
-        evidence :meth:`_balanced_candidate` asks) and the model's own calibrated view of the
-        stream so far say it serves the objective better than argmax; else argmax.
+        evidence :meth:`_balanced_candidate` asks) and the stream so far say it serves the
+        objective better than argmax: under the model's calibrated posteriors, and (with
+        ``stream_check="both"``) also under those posteriors read as a label shift
+        (:meth:`_balanced_under_label_shift_reading`); else argmax.
         """
         self.shift_test_.update(encoded.numeric, encoded.codes)
         self._prior_estimate.add(calibrated)
@@ -1777,7 +1783,7 @@ class AdapTable(TestTimeMethod):
         again on the reservoir. A model trained where a class is common over-states it where
         it is rare, so its posteriors alone can favour the balanced rule on a stream that has
         moved away from the classes that rule boosts; the label-shift reading moves the other
-        way.
+        way. Both rules' predictions here are those of the reservoir's (calibrated) posteriors.
         """
         estimate = self._prior_estimate
         self._reading_prior = estimate.estimate_with(

@@ -393,6 +393,8 @@ GENERALITY_METHODS: tuple[tuple[str, str, tuple[tuple[str, Any], ...]], ...] = (
     ("adaptable", "default, fallback=plugin", (("fallback", "plugin"),)),
     # the opt-in decision held between argmax and the balanced rule (design_experiments.md)
     ("adaptable", "default, fallback=between", (("fallback", "between"),)),
+    # the previous default: the stream check under the model's posteriors alone
+    ("adaptable", "default, stream_check=model", (("stream_check", "model"),)),
     ("oracle_prior", "Oracle prior", ()),
 )
 _ORACLE_NOTE = (
