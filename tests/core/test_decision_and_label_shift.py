@@ -353,3 +353,33 @@ def test_the_reservoir_is_a_uniform_sample_of_the_stream() -> None:
     for start in range(0, n, 64):
         other.add(_position_rows(n)[start : start + 64])
     assert not np.array_equal(np.sort(positions), np.sort(other.reservoir[:, 0]))
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 5])
+def test_estimate_with_reaches_the_fixed_point_of_map_em(n_classes: int) -> None:
+    """Newton's MAP estimate equals MAP-EM iterated to its fixed point (to 1e-9), from any
+    start, and leaves the running estimate alone."""
+    rng = np.random.default_rng(n_classes)
+    for _ in range(20):
+        p_s = rng.dirichlet(np.full(n_classes, 2.0)) * 0.9 + 0.1 / n_classes
+        est = OnlinePriorEstimate(p_s, strength=64)
+        logits = rng.normal(size=(int(rng.integers(5, 6000)), n_classes)) * rng.uniform(0.2, 4)
+        posteriors = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+        for i in range(0, len(posteriors), 64):
+            est.add(posteriors[i : i + 64])
+        strength = float(rng.choice([1.0, 8.0, 64.0, 500.0]))
+        ratio, weight = est.reservoir / p_s, est.n_seen / len(est.reservoir)
+        fixed = p_s.copy()
+        for _ in range(100_000):  # EM's own update, run to its fixed point
+            resp = ratio * fixed
+            resp /= resp.sum(axis=1, keepdims=True)
+            new = (weight * resp.sum(axis=0) + strength * p_s) / (est.n_seen + strength)
+            if np.abs(new - fixed).max() < 1e-14:
+                break
+            fixed = new
+        start = rng.dirichlet(np.ones(n_classes))
+        found = est.estimate_with(p_s, strength, start)
+        np.testing.assert_allclose(found, fixed, atol=1e-9)
+        assert est.prior.tolist() == est.center.tolist()  # the running estimate untouched
+    with pytest.raises(ValueError, match="positive strength"):
+        est.estimate_with(p_s, 0.0, p_s)

@@ -478,21 +478,37 @@ class OnlinePriorEstimate:
         """MAP-EM from the last estimate (warm start); updates and returns p_t, (C,)."""
         if self.n_seen == 0:
             return self.prior.copy()
-        self.prior = self.estimate_with(
-            self.center, self.strength, self.prior, max_iterations, tolerance
-        )
-        return self.prior.copy()
+        ratio = self.reservoir / self.source_prior
+        row_weight = self.n_seen / len(self.reservoir)
+        pseudo = self.strength * self.center
+        prior = self.prior
+        for _ in range(max_iterations):
+            responsibility = ratio * prior
+            responsibility /= responsibility.sum(axis=1, keepdims=True)
+            new = (row_weight * responsibility.sum(axis=0) + pseudo) / (self.n_seen + self.strength)
+            done = np.abs(new - prior).max() < tolerance
+            prior = new
+            if done:
+                break
+        self.prior = prior
+        return prior.copy()
 
     def estimate_with(
         self,
         center: np.ndarray,
         strength: float,
         start: np.ndarray,
-        max_iterations: int = 100,
-        tolerance: float = 1e-6,
+        max_iterations: int = 50,
+        tolerance: float = 1e-10,
     ) -> np.ndarray:
-        """MAP-EM on the reservoir under another Dirichlet prior (mean ``center``, ``strength``
-        rows), from ``start``; the running estimate p_t is left as it is.
+        """The MAP estimate on the reservoir under another Dirichlet prior (mean ``center``,
+        ``strength`` > 0 rows), from ``start``; the running estimate p_t is left as it is.
+
+        The fixed point EM reaches (see :meth:`estimate`) maximises the concave
+        F(q) = sum_i w log sum_y q(y|x_i) q_y / p_s(y) + sum_y strength center_y log q_y on the
+        simplex; this solves it by Newton's method in the C - 1 free coordinates, a handful of
+        O(reservoir C^2) steps where EM's linear convergence took 30 or more O(reservoir C)
+        ones on a long stream whose estimate moves a little with every batch.
 
         >>> est = OnlinePriorEstimate(np.array([0.5, 0.5]), strength=0)
         >>> est.add(np.array([[1.0, 0.0]] * 80 + [[0.0, 1.0]] * 20))
@@ -501,21 +517,46 @@ class OnlinePriorEstimate:
         >>> est.prior.tolist()
         [0.5, 0.5]
         """
-        prior = np.asarray(start, dtype=np.float64)
+        center = np.asarray(center, dtype=np.float64)
+        if strength <= 0:
+            raise ValueError("estimate_with needs a prior of positive strength.")
         if self.n_seen == 0:
-            return np.asarray(center, dtype=np.float64).copy()
+            return center.copy()
         ratio = self.reservoir / self.source_prior
         row_weight = self.n_seen / len(self.reservoir)
-        pseudo = strength * np.asarray(center, dtype=np.float64)
+        pseudo = strength * center
+        free = ratio[:, :-1] - ratio[:, -1:]  # d m_i / d q_k in the free coordinates
+        prior = np.clip(np.asarray(start, dtype=np.float64), 1e-12, None)
+        prior /= prior.sum()
+
+        def objective(q: np.ndarray) -> float:
+            return float(row_weight * np.log(ratio @ q).sum() + pseudo @ np.log(q))
+
+        value = objective(prior)
         for _ in range(max_iterations):
-            responsibility = ratio * prior
-            responsibility /= responsibility.sum(axis=1, keepdims=True)
-            new = (row_weight * responsibility.sum(axis=0) + pseudo) / (self.n_seen + strength)
-            done = np.abs(new - prior).max() < tolerance
-            prior = new
-            if done:
+            mixture = ratio @ prior
+            scaled = free / mixture[:, None]
+            gradient = row_weight * scaled.sum(axis=0) + pseudo[:-1] / prior[:-1]
+            gradient -= pseudo[-1] / prior[-1]
+            hessian = -row_weight * scaled.T @ scaled
+            hessian -= np.diag(pseudo[:-1] / prior[:-1] ** 2) + pseudo[-1] / prior[-1] ** 2
+            step = np.linalg.solve(hessian, -gradient)
+            full = np.append(step, -step.sum())
+            # the longest step along the Newton direction that stays inside the simplex
+            shrinking = full < 0
+            limit = np.min(-prior[shrinking] / full[shrinking]) if shrinking.any() else np.inf
+            length = min(1.0, 0.99 * limit)
+            while True:  # backtrack until the (concave) objective does not fall
+                candidate = prior + length * full
+                candidate_value = objective(candidate)
+                if candidate_value >= value - 1e-12 or length < 1e-8:
+                    break
+                length /= 2
+            moved = np.abs(candidate - prior).max()
+            prior, value = candidate, candidate_value
+            if moved < tolerance:
                 break
-        return prior
+        return prior / prior.sum()
 
     def likelihood_ratio(self) -> float:
         """2 log [L(p_t) / L(p_s)]: the stream's likelihood under the current estimate against
