@@ -1789,10 +1789,8 @@ class AdapTable(TestTimeMethod):
         self._reading_prior = estimate.estimate_with(
             self.source_prior_, self.prior_strength, self._reading_prior
         )
-        reservoir = estimate.reservoir
-        rules = (reservoir * self._rule_weights).argmax(axis=-1)
-        weighted = reservoir * (self._reading_prior / self.source_prior_)
-        weighted /= weighted.sum(axis=1, keepdims=True)
+        rules = (estimate.reservoir * self._rule_weights).argmax(axis=-1)
+        weighted = estimate.target_posteriors(prior=self._reading_prior)
         source_score, balanced_score = score(expected_confusion(weighted, rules), self.objective)
         return bool(balanced_score >= source_score)
 

@@ -572,12 +572,16 @@ class OnlinePriorEstimate:
         _, mixture = self._reweighted_reservoir()
         return float(2.0 * self.n_seen / len(self.reservoir) * np.log(mixture).sum())
 
-    def target_posteriors(self, posteriors: np.ndarray | None = None) -> np.ndarray:
-        """``norm(q * p_t / p_s)`` of the given rows (default: the reservoir), (n, C)."""
-        if posteriors is None:
+    def target_posteriors(
+        self, posteriors: np.ndarray | None = None, prior: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``norm(q * p_t / p_s)`` of the given rows (default: the reservoir), (n, C); p_t the
+        running estimate, or ``prior`` (e.g. an :meth:`estimate_with` result)."""
+        if posteriors is None and prior is None:
             weighted, mixture = self._reweighted_reservoir()
             return weighted / mixture[:, None]
-        weighted = np.asarray(posteriors, dtype=np.float64) * (self.prior / self.source_prior)
+        rows = self.reservoir if posteriors is None else np.asarray(posteriors, dtype=np.float64)
+        weighted = rows * ((self.prior if prior is None else prior) / self.source_prior)
         return weighted / weighted.sum(axis=1, keepdims=True)
 
     def _reweighted_reservoir(self) -> tuple[np.ndarray, np.ndarray]:
