@@ -9,10 +9,12 @@ from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
 from adaptable.core import decision, label_shift
 from adaptable.core.decision import (
     BETAS,
+    argmax_by_class,
     between_weights,
     choose_rule,
     confusion,
     expected_confusion,
+    expected_confusion_by_class,
     plugin_weights,
     score,
 )
@@ -34,6 +36,29 @@ def test_scores_equal_scikit_learn(n_classes: int) -> None:
 def test_expected_confusion_sums_posteriors_by_prediction() -> None:
     q = np.array([[0.9, 0.1], [0.3, 0.7], [0.6, 0.4]])
     np.testing.assert_allclose(expected_confusion(q, np.array([0, 1, 1])), [[0.9, 0.9], [0.1, 1.1]])
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 5])
+def test_argmax_by_class_is_numpys_argmax_ties_included(n_classes: int) -> None:
+    rng = np.random.default_rng(n_classes)
+    # Values from a few levels, so that many rows hold a tie for the largest.
+    values = rng.integers(0, 3, size=(n_classes, 500)).astype(float)
+    np.testing.assert_array_equal(argmax_by_class(values), values.argmax(axis=0))
+    assert argmax_by_class(np.array([[0.5, 0.2], [0.5, 0.8]])).tolist() == [0, 1]
+
+
+def test_expected_confusion_by_class_is_the_row_major_one_per_rule() -> None:
+    rng = np.random.default_rng(1)
+    q = rng.dirichlet(np.ones(3), size=300)
+    preds = rng.integers(0, 3, size=(2, 300))
+    found = expected_confusion_by_class(q.T.copy(), preds)
+    assert found.shape == (2, 3, 3)
+    np.testing.assert_allclose(found, expected_confusion(q, preds), rtol=1e-12)
+    # by hand, as in test_expected_confusion_sums_posteriors_by_prediction
+    hand = np.array([[0.9, 0.3, 0.6], [0.1, 0.7, 0.4]])
+    np.testing.assert_allclose(
+        expected_confusion_by_class(hand, [np.array([0, 1, 1])])[0], [[0.9, 0.9], [0.1, 1.1]]
+    )
 
 
 def test_binary_macro_f1_threshold_is_the_best_of_every_cut() -> None:
@@ -335,6 +360,24 @@ def test_the_reservoir_does_not_depend_on_how_the_stream_is_cut() -> None:
         kept.append(est.reservoir.copy())
     np.testing.assert_array_equal(kept[0], kept[1])
     np.testing.assert_array_equal(kept[0], kept[2])
+
+
+def test_the_class_major_reservoir_is_the_reservoir_transposed() -> None:
+    """Kept in step with the reservoir through filling, replacement, reset and restore."""
+    rng = np.random.default_rng(5)
+    est = OnlinePriorEstimate(np.array([0.2, 0.3, 0.5]), capacity=256, seed=4)
+    for size in (100, 156, 1, 64, 1000, 7):
+        est.add(rng.dirichlet(np.ones(3), size=size))
+        np.testing.assert_array_equal(est.reservoir_by_class, est.reservoir.T)
+    prior = np.array([0.5, 0.25, 0.25])
+    np.testing.assert_allclose(
+        est.target_posteriors_by_class(prior), est.target_posteriors(prior=prior).T, rtol=1e-12
+    )
+    other = OnlinePriorEstimate(np.array([0.2, 0.3, 0.5]), capacity=256)
+    other.restore(est.arrays())
+    np.testing.assert_array_equal(other.reservoir_by_class, est.reservoir.T)
+    est.reset()
+    assert est.reservoir_by_class.shape == (3, 0)
 
 
 def test_the_reservoir_is_a_uniform_sample_of_the_stream() -> None:

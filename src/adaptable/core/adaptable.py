@@ -83,9 +83,11 @@ from adaptable.core.calibrators import ABLATION_CALIBRATORS, Calibrator
 from adaptable.core.decision import (
     OBJECTIVES,
     RuleChoice,
+    argmax_by_class,
     between_weights,
     choose_rule,
     expected_confusion,
+    expected_confusion_by_class,
     plugin_weights,
     score,
 )
@@ -1789,9 +1791,14 @@ class AdapTable(TestTimeMethod):
         self._reading_prior = estimate.estimate_with(
             self.source_prior_, self.prior_strength, self._reading_prior
         )
-        rules = (estimate.reservoir * self._rule_weights).argmax(axis=-1)
-        weighted = estimate.target_posteriors(prior=self._reading_prior)
-        source_score, balanced_score = score(expected_confusion(weighted, rules), self.objective)
+        # Class-major (C, n) throughout: this runs on every batch where the model's reading
+        # favours the balanced rule, over up to 4,096 rows.
+        posteriors = estimate.reservoir_by_class
+        balanced_weights = self._rule_weights[1, 0][:, None]
+        rules = [argmax_by_class(posteriors), argmax_by_class(posteriors * balanced_weights)]
+        weighted = estimate.target_posteriors_by_class(self._reading_prior)
+        matrices = expected_confusion_by_class(weighted, rules)
+        source_score, balanced_score = score(matrices, self.objective)
         return bool(balanced_score >= source_score)
 
     def _balanced_candidate(self, covariate: bool) -> bool:

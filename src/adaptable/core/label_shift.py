@@ -46,6 +46,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.optimize import nnls
 
@@ -348,6 +350,32 @@ def _simplex_least_squares(gram: np.ndarray, linear: np.ndarray, constant: float
     return pi, max(value, 0.0)
 
 
+def _newton_direction(
+    scaled: np.ndarray, prior: np.ndarray, pseudo: list[float], row_weight: float
+) -> np.ndarray:
+    """Newton's step for :meth:`OnlinePriorEstimate.estimate_with` in all C coordinates, (C,).
+
+    ``scaled`` (C - 1, n) holds d m_i / d q_k / m_i of the free coordinates k < C - 1 (the last
+    is one minus the others). F's gradient there is row_weight * sum_i scaled_ki + a_k / q_k -
+    a_C / q_C and its Hessian -row_weight * scaled scaled^T - diag(a_k / q_k^2) - a_C / q_C^2,
+    with a = ``pseudo``. Two classes, the common case, take scalar arithmetic: numpy's
+    per-call cost on 1 x 1 arrays was most of a step.
+    """
+    q = prior.tolist()
+    if len(q) == 2:
+        row = scaled[0]
+        gradient = row_weight * float(row.sum()) + pseudo[0] / q[0] - pseudo[1] / q[1]
+        hessian = -row_weight * float(row @ row) - pseudo[0] / q[0] ** 2 - pseudo[1] / q[1] ** 2
+        step = -gradient / hessian
+        return np.array([step, -step])
+    gradient = row_weight * scaled.sum(axis=1) + np.divide(pseudo[:-1], q[:-1])
+    gradient -= pseudo[-1] / q[-1]
+    hessian = -row_weight * scaled @ scaled.T
+    hessian -= np.diag(np.divide(pseudo[:-1], np.square(q[:-1]))) + pseudo[-1] / q[-1] ** 2
+    step = np.linalg.solve(hessian, -gradient)
+    return np.append(step, -step.sum())
+
+
 def _finite(arrays: dict[str, np.ndarray], key: str) -> np.ndarray:
     if key not in arrays:
         raise ValueError(f"label-shift state: missing array {key!r}.")
@@ -427,6 +455,9 @@ class OnlinePriorEstimate:
     def reset(self) -> None:
         """Forget the stream."""
         self._buffer = np.zeros((self.capacity, len(self.source_prior)))
+        # the same rows class-major, (C, capacity): the label-shift reading's sums and
+        # comparisons run over contiguous rows instead of along the short class axis
+        self._columns = np.zeros((len(self.source_prior), self.capacity))
         self._size = 0
         self.n_seen = 0
         self._block: tuple[int, np.ndarray] | None = None
@@ -438,11 +469,18 @@ class OnlinePriorEstimate:
         """The kept posteriors, (min(n_seen, capacity), C)."""
         return self._buffer[: self._size]
 
+    @property
+    def reservoir_by_class(self) -> np.ndarray:
+        """The kept posteriors class-major, (C, min(n_seen, capacity)): ``reservoir.T``, but
+        each class's column contiguous."""
+        return self._columns[:, : self._size]
+
     def add(self, posteriors: np.ndarray) -> None:
         """Add one batch's calibrated source posteriors, (n, C), to the reservoir."""
         posteriors = np.asarray(posteriors, dtype=np.float64)
         room = min(self.capacity - self._size, len(posteriors))
         self._buffer[self._size : self._size + room] = posteriors[:room]
+        self._columns[:, self._size : self._size + room] = posteriors[:room].T
         self._size += room
         rest = posteriors[room:]
         if len(rest):
@@ -453,6 +491,7 @@ class OnlinePriorEstimate:
             slots = (self._uniforms(first, len(rest)) * index).astype(np.int64)
             keep = slots < self.capacity
             self._buffer[slots[keep]] = rest[keep]
+            self._columns[:, slots[keep]] = rest[keep].T
         self.n_seen += len(posteriors)
 
     def _uniforms(self, first: int, count: int) -> np.ndarray:
@@ -522,38 +561,37 @@ class OnlinePriorEstimate:
             raise ValueError("estimate_with needs a prior of positive strength.")
         if self.n_seen == 0:
             return center.copy()
-        ratio = self.reservoir / self.source_prior
-        row_weight = self.n_seen / len(self.reservoir)
-        pseudo = strength * center
-        free = ratio[:, :-1] - ratio[:, -1:]  # d m_i / d q_k in the free coordinates
+        # class-major (C, n): the sums over rows run along contiguous memory
+        ratio = self.reservoir_by_class / self.source_prior[:, None]
+        row_weight = self.n_seen / self._size
+        pseudo = (strength * center).tolist()
+        free = ratio[:-1] - ratio[-1]  # d m_i / d q_k in the free coordinates, (C - 1, n)
         prior = np.clip(np.asarray(start, dtype=np.float64), 1e-12, None)
         prior /= prior.sum()
 
-        def objective(q: np.ndarray) -> float:
-            return float(row_weight * np.log(ratio @ q).sum() + pseudo @ np.log(q))
+        def objective(q: np.ndarray, mixture: np.ndarray) -> float:
+            prior_term = sum(a * math.log(b) for a, b in zip(pseudo, q.tolist(), strict=True))
+            return float(row_weight * np.log(mixture).sum()) + prior_term
 
-        value = objective(prior)
+        mixture = prior @ ratio  # sum_y q(y|x_i) p_t(y) / p_s(y), (n,)
+        value = objective(prior, mixture)
         for _ in range(max_iterations):
-            mixture = ratio @ prior
-            scaled = free / mixture[:, None]
-            gradient = row_weight * scaled.sum(axis=0) + pseudo[:-1] / prior[:-1]
-            gradient -= pseudo[-1] / prior[-1]
-            hessian = -row_weight * scaled.T @ scaled
-            hessian -= np.diag(pseudo[:-1] / prior[:-1] ** 2) + pseudo[-1] / prior[-1] ** 2
-            step = np.linalg.solve(hessian, -gradient)
-            full = np.append(step, -step.sum())
+            full = _newton_direction(free / mixture, prior, pseudo, row_weight)
             # the longest step along the Newton direction that stays inside the simplex
-            shrinking = full < 0
-            limit = np.min(-prior[shrinking] / full[shrinking]) if shrinking.any() else np.inf
+            limit = min(
+                (-p / f for p, f in zip(prior.tolist(), full.tolist(), strict=True) if f < 0),
+                default=math.inf,
+            )
             length = min(1.0, 0.99 * limit)
             while True:  # backtrack until the (concave) objective does not fall
                 candidate = prior + length * full
-                candidate_value = objective(candidate)
+                candidate_mixture = candidate @ ratio
+                candidate_value = objective(candidate, candidate_mixture)
                 if candidate_value >= value - 1e-12 or length < 1e-8:
                     break
                 length /= 2
-            moved = np.abs(candidate - prior).max()
-            prior, value = candidate, candidate_value
+            moved = float(np.abs(candidate - prior).max())
+            prior, value, mixture = candidate, candidate_value, candidate_mixture
             if moved < tolerance:
                 break
         return prior / prior.sum()
@@ -583,6 +621,12 @@ class OnlinePriorEstimate:
         rows = self.reservoir if posteriors is None else np.asarray(posteriors, dtype=np.float64)
         weighted = rows * ((self.prior if prior is None else prior) / self.source_prior)
         return weighted / weighted.sum(axis=1, keepdims=True)
+
+    def target_posteriors_by_class(self, prior: np.ndarray) -> np.ndarray:
+        """The reservoir's ``norm(q * prior / p_s)``, class-major (C, n) like
+        :attr:`reservoir_by_class`."""
+        weighted = self.reservoir_by_class * (np.asarray(prior) / self.source_prior)[:, None]
+        return weighted / weighted.sum(axis=0)
 
     def _reweighted_reservoir(self) -> tuple[np.ndarray, np.ndarray]:
         """``q * p_t / p_s`` of the reservoir rows and its row sums (each row's likelihood
@@ -618,6 +662,7 @@ class OnlinePriorEstimate:
             )
         self.reset()
         self._buffer[: len(reservoir)] = reservoir
+        self._columns[:, : len(reservoir)] = reservoir.T
         self._size = len(reservoir)
         self.n_seen = n_seen
         self.prior = prior.copy()
