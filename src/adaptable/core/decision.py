@@ -246,9 +246,10 @@ def plugin_weights(posteriors: np.ndarray, objective: str) -> np.ndarray:
         threshold = _macro_f1_threshold(q[:, 1])
         return np.array([threshold, 1.0 - threshold])
     candidates = 1.0 / mean[None, :] ** BETAS[:, None]  # (B, C)
-    expected = [
-        score(expected_confusion(q, (q * v).argmax(axis=1)), "macro_f1") for v in candidates
-    ]
+    # class-major: the label-shift branch runs this over its reservoir on every batch
+    by_class = np.ascontiguousarray(q.T)
+    preds = [argmax_by_class(by_class * v[:, None]) for v in candidates]
+    expected = score(expected_confusion_by_class(by_class, preds), "macro_f1")
     return candidates[int(np.argmax(expected))]
 
 
@@ -257,7 +258,7 @@ def _macro_f1_threshold(q1: np.ndarray) -> float:
     order = np.sort(q1)[::-1]
     n = len(order)
     # predict the k most probable rows positive, for every k
-    (tp0, fp1), (fn1, tp1) = _top_k_confusions(order, np.arange(n + 1)).transpose(1, 2, 0)
+    tp0, fp1, fn1, tp1 = _top_k_counts(order, np.arange(n + 1))
     f1_one = 2 * tp1 / np.maximum(2 * tp1 + fp1 + fn1, 1e-12)
     f1_zero = 2 * tp0 / np.maximum(2 * tp0 + fn1 + fp1, 1e-12)
     best = int(np.argmax(f1_one + f1_zero))
@@ -322,9 +323,18 @@ def _binary_family_confusions(q1: np.ndarray, prior: np.ndarray) -> np.ndarray:
 def _top_k_confusions(order: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Expected confusion matrices (len(k), 2, 2) of predicting class 1 for the k most probable
     rows, each k; ``order``: the rows' q1 sorted in decreasing order (one cumulative sum)."""
+    tp0, fp1, fn1, tp1 = _top_k_counts(order, k)
+    return np.stack([np.stack([tp0, fp1], axis=-1), np.stack([fn1, tp1], axis=-1)], axis=1)
+
+
+def _top_k_counts(
+    order: np.ndarray, k: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The cells (tp0, fp1, fn1, tp1) of :func:`_top_k_confusions`, each (len(k),): the
+    threshold search reads them as vectors, without the (n + 1, 2, 2) stack."""
     n, positives = len(order), float(order.sum())
     tp1 = np.concatenate([[0.0], np.cumsum(order)])[k]
     fp1 = k - tp1
     fn1 = positives - tp1
     tp0 = (n - positives) - fp1
-    return np.stack([np.stack([tp0, fp1], axis=-1), np.stack([fn1, tp1], axis=-1)], axis=1)
+    return tp0, fp1, fn1, tp1
