@@ -517,8 +517,8 @@ class OnlinePriorEstimate:
         """MAP-EM from the last estimate (warm start); updates and returns p_t, (C,)."""
         if self.n_seen == 0:
             return self.prior.copy()
-        # class-major (C, n): EM's sums run over contiguous rows (ten times faster than along
-        # the short class axis of (n, C) on a full reservoir)
+        # class-major (C, n): EM's products and sums run over contiguous rows (several times
+        # faster than along the short class axis of (n, C) on a full reservoir)
         ratio = self.reservoir_by_class / self.source_prior[:, None]
         row_weight = self.n_seen / self._size
         pseudo = self.strength * self.center
