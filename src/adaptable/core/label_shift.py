@@ -454,9 +454,8 @@ class OnlinePriorEstimate:
 
     def reset(self) -> None:
         """Forget the stream."""
-        self._buffer = np.zeros((self.capacity, len(self.source_prior)))
-        # the same rows class-major, (C, capacity): the label-shift reading's sums and
-        # comparisons run over contiguous rows instead of along the short class axis
+        # class-major, (C, capacity): EM, the label-shift reading and the likelihood-ratio test
+        # sum and compare over contiguous rows instead of along the short class axis
         self._columns = np.zeros((len(self.source_prior), self.capacity))
         self._size = 0
         self.n_seen = 0
@@ -466,20 +465,20 @@ class OnlinePriorEstimate:
 
     @property
     def reservoir(self) -> np.ndarray:
-        """The kept posteriors, (min(n_seen, capacity), C)."""
-        return self._buffer[: self._size]
+        """The kept posteriors row-major, (min(n_seen, capacity), C): a copy of
+        :attr:`reservoir_by_class` transposed (for the fallbacks' decisions and for saving)."""
+        return self.reservoir_by_class.T.copy()
 
     @property
     def reservoir_by_class(self) -> np.ndarray:
-        """The kept posteriors class-major, (C, min(n_seen, capacity)): ``reservoir.T``, but
-        each class's column contiguous."""
+        """The kept posteriors class-major, (C, min(n_seen, capacity)), each class's column
+        contiguous (a view of the reservoir itself)."""
         return self._columns[:, : self._size]
 
     def add(self, posteriors: np.ndarray) -> None:
         """Add one batch's calibrated source posteriors, (n, C), to the reservoir."""
         posteriors = np.asarray(posteriors, dtype=np.float64)
         room = min(self.capacity - self._size, len(posteriors))
-        self._buffer[self._size : self._size + room] = posteriors[:room]
         self._columns[:, self._size : self._size + room] = posteriors[:room].T
         self._size += room
         rest = posteriors[room:]
@@ -490,7 +489,6 @@ class OnlinePriorEstimate:
             index = np.arange(first + 1, first + 1 + len(rest))
             slots = (self._uniforms(first, len(rest)) * index).astype(np.int64)
             keep = slots < self.capacity
-            self._buffer[slots[keep]] = rest[keep]
             self._columns[:, slots[keep]] = rest[keep].T
         self.n_seen += len(posteriors)
 
@@ -615,35 +613,41 @@ class OnlinePriorEstimate:
         if self.n_seen == 0:
             return 0.0
         _, mixture = self._reweighted_reservoir()
-        return float(2.0 * self.n_seen / len(self.reservoir) * np.log(mixture).sum())
+        return float(2.0 * self.n_seen / self._size * np.log(mixture).sum())
 
     def target_posteriors(
         self, posteriors: np.ndarray | None = None, prior: np.ndarray | None = None
     ) -> np.ndarray:
         """``norm(q * p_t / p_s)`` of the given rows (default: the reservoir), (n, C); p_t the
         running estimate, or ``prior`` (e.g. an :meth:`estimate_with` result)."""
-        if posteriors is None and prior is None:
-            weighted, mixture = self._reweighted_reservoir()
+        if posteriors is None:
+            weighted, mixture = (
+                self._reweighted_reservoir() if prior is None else self._reweight(prior)
+            )
             return (weighted / mixture).T.copy()
-        rows = self.reservoir if posteriors is None else np.asarray(posteriors, dtype=np.float64)
+        rows = np.asarray(posteriors, dtype=np.float64)
         weighted = rows * ((self.prior if prior is None else prior) / self.source_prior)
         return weighted / weighted.sum(axis=1, keepdims=True)
 
     def target_posteriors_by_class(self, prior: np.ndarray) -> np.ndarray:
         """The reservoir's ``norm(q * prior / p_s)``, class-major (C, n) like
         :attr:`reservoir_by_class`."""
+        weighted, mixture = self._reweight(prior)
+        return weighted / mixture
+
+    def _reweight(self, prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``q * prior / p_s`` of the reservoir rows, class-major (C, n), and its sums over the
+        classes (each row's likelihood ratio against p_s), (n,)."""
         weighted = self.reservoir_by_class * (np.asarray(prior) / self.source_prior)[:, None]
-        return weighted / weighted.sum(axis=0)
+        return weighted, weighted.sum(axis=0)
 
     def _reweighted_reservoir(self) -> tuple[np.ndarray, np.ndarray]:
-        """``q * p_t / p_s`` of the reservoir rows, class-major (C, n), and its sums over the
-        classes (each row's likelihood ratio against p_s), kept until the stream or p_t
-        changes: the decision reads both on every batch, for the likelihood-ratio test and for
-        the plug-in's posteriors."""
+        """:meth:`_reweight` at the running estimate p_t, kept until the stream or p_t changes:
+        the decision reads it on every batch, for the likelihood-ratio test and for the
+        plug-in's posteriors."""
         key = (self.n_seen, self.prior.tobytes())
         if self._reweighted is None or self._reweighted[0] != key:
-            weighted = self.reservoir_by_class * (self.prior / self.source_prior)[:, None]
-            self._reweighted = (key, weighted, weighted.sum(axis=0))
+            self._reweighted = (key, *self._reweight(self.prior))
         return self._reweighted[1], self._reweighted[2]
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -669,7 +673,6 @@ class OnlinePriorEstimate:
                 f"holds {len(reservoir)} with n_seen {n_seen}."
             )
         self.reset()
-        self._buffer[: len(reservoir)] = reservoir
         self._columns[:, : len(reservoir)] = reservoir.T
         self._size = len(reservoir)
         self.n_seen = n_seen
