@@ -428,13 +428,35 @@ def test_estimate_with_reaches_the_fixed_point_of_map_em(n_classes: int) -> None
         est.estimate_with(p_s, 0.0, p_s)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known knife edge (docs/results/design_experiments.md, 2026-11-25): the search scores "
-    "cuts inside a run of equal posteriors and then puts the threshold on the tied value, where "
-    "rounding decides the whole run; kept so that the published results stay reproducible",
-)
 def test_the_binary_threshold_never_sits_on_a_tie_of_posteriors() -> None:
     q1 = np.array([0.42] * 5 + [0.3, 0.03])
     threshold = decision._macro_f1_threshold(q1)
     assert threshold not in set(q1.tolist())
+    # the run of five 0.42s is all positive or all negative: the best of those two cuts
+    scored = {k: _expected_f1_of_top(q1, k) for k in (0, 5, 6, 7)}
+    assert int((q1 >= threshold).sum()) == max(scored, key=scored.get)
+
+
+def _expected_f1_of_top(q1: np.ndarray, k: int) -> float:
+    order = np.sort(q1)[::-1]
+    q = np.stack([1 - order, order], axis=1)
+    return float(score(expected_confusion(q, (np.arange(len(order)) < k).astype(int)), "macro_f1"))
+
+
+def test_the_binary_threshold_is_the_best_decision_a_threshold_can_make_on_tied_posteriors() -> (
+    None
+):
+    # A tree model's posteriors take few values: score every threshold between distinct values
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        q1 = rng.choice(rng.uniform(0.01, 0.99, 5), size=40)
+        threshold = decision._macro_f1_threshold(q1)
+        values = np.unique(q1)
+        cuts = np.concatenate([[0.0], (values[:-1] + values[1:]) / 2, [1.0]])
+        best = max(_expected_f1_of_top(q1, int((q1 > c).sum())) for c in cuts)
+        assert threshold not in set(q1.tolist())
+        assert _expected_f1_of_top(q1, int((q1 >= threshold).sum())) == pytest.approx(best)
+        # the weights the plug-in returns make the same decision as the threshold
+        q = np.stack([1 - q1, q1], axis=1)
+        v = plugin_weights(q, "macro_f1")
+        np.testing.assert_array_equal((q * v).argmax(axis=1), (q1 >= threshold).astype(int))

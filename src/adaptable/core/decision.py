@@ -254,14 +254,20 @@ def plugin_weights(posteriors: np.ndarray, objective: str) -> np.ndarray:
 
 
 def _macro_f1_threshold(q1: np.ndarray) -> float:
-    """The threshold t (predict 1 when q1 >= t) with the highest expected binary macro-F1."""
+    """The threshold t (predict 1 when q1 >= t) with the highest expected binary macro-F1.
+
+    Only cuts between distinct values are scored: a threshold cannot split rows of equal
+    q1, so a cut inside such a run is a decision no threshold realises, and placing t on
+    the tied value would leave the whole run to rounding.
+    """
     order = np.sort(q1)[::-1]
     n = len(order)
-    # predict the k most probable rows positive, for every k
-    tp0, fp1, fn1, tp1 = _top_k_counts(order, np.arange(n + 1))
+    # predict the k most probable rows positive, for every k that ends a run of equal values
+    cuts = np.flatnonzero(np.concatenate([[True], order[:-1] > order[1:], [True]]))
+    tp0, fp1, fn1, tp1 = _top_k_counts(order, cuts)
     f1_one = 2 * tp1 / np.maximum(2 * tp1 + fp1 + fn1, 1e-12)
     f1_zero = 2 * tp0 / np.maximum(2 * tp0 + fn1 + fp1, 1e-12)
-    best = int(np.argmax(f1_one + f1_zero))
+    best = int(cuts[int(np.argmax(f1_one + f1_zero))])
     # Halfway between the last row predicted 1 and the first predicted 0.
     above = order[best - 1] if best > 0 else 1.0
     below = order[best] if best < n else 0.0

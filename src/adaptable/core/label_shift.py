@@ -524,11 +524,7 @@ class OnlinePriorEstimate:
         for _ in range(max_iterations):
             responsibility = ratio * prior[:, None]
             responsibility /= responsibility.sum(axis=0)
-            # A running sum: the same additions in the same order as the row-major sum over
-            # rows that produced every published result. The plug-in threshold can land on a
-            # tie of a tree model's posteriors, where the last bit of p_t decides a whole group
-            # of rows (pairwise summation changed 6 of 648 benchmark runs by up to 3 points).
-            totals = np.cumsum(responsibility, axis=1)[:, -1]
+            totals = responsibility.sum(axis=1)
             new = (row_weight * totals + pseudo) / (self.n_seen + self.strength)
             done = np.abs(new - prior).max() < tolerance
             prior = new
