@@ -435,6 +435,9 @@ def test_the_binary_threshold_never_sits_on_a_tie_of_posteriors() -> None:
     # the run of five 0.42s is all positive or all negative: the best of those two cuts
     scored = {k: _expected_f1_of_top(q1, k) for k in (0, 5, 6, 7)}
     assert int((q1 >= threshold).sum()) == max(scored, key=scored.get)
+    # a stream of one value: all rows one way, the end cuts included in the search
+    assert (np.full(5, 0.9) >= decision._macro_f1_threshold(np.full(5, 0.9))).all()
+    assert not (np.full(5, 0.1) >= decision._macro_f1_threshold(np.full(5, 0.1))).any()
 
 
 def _expected_f1_of_top(q1: np.ndarray, k: int) -> float:
