@@ -463,3 +463,110 @@ def test_the_binary_threshold_is_the_best_decision_a_threshold_can_make_on_tied_
         q = np.stack([1 - q1, q1], axis=1)
         v = plugin_weights(q, "macro_f1")
         np.testing.assert_array_equal((q * v).argmax(axis=1), (q1 >= threshold).astype(int))
+
+
+def test_target_posteriors_of_given_rows_by_hand() -> None:
+    est = OnlinePriorEstimate(np.array([0.25, 0.75]))
+    est.prior = np.array([0.5, 0.5])
+    rows = np.array([[0.5, 0.5], [0.2, 0.8]])
+    # p_t / p_s = (2, 2/3): (1, 1/3) / (4/3) and (0.4, 0.8 * 2/3) / (0.4 + 0.8 * 2/3)
+    second = np.array([0.4, 0.8 * 2 / 3]) / (0.4 + 0.8 * 2 / 3)
+    np.testing.assert_allclose(est.target_posteriors(rows), [[0.75, 0.25], second.tolist()])
+    # an explicit prior replaces the running estimate: at p_t = p_s the rows stay as they are
+    np.testing.assert_allclose(est.target_posteriors(rows, prior=np.array([0.25, 0.75])), rows)
+
+
+def test_one_row_moves_the_estimate_and_estimate_with_finds_em_s_fixed_point() -> None:
+    est = OnlinePriorEstimate(np.array([0.5, 0.5]), strength=2.0)
+    est.add(np.array([[0.8, 0.2]]))
+    # One EM step from the uniform start: (0.8 + 2 * 0.5) / (1 + 2), (0.2 + 1) / 3.
+    np.testing.assert_allclose(est.estimate(max_iterations=1), [0.6, 0.4])
+    fixed = est.estimate(max_iterations=10_000, tolerance=1e-15)
+    center = np.array([0.5, 0.5])
+    for start in ([0.5, 0.5], [3.0, 1.0], [1.0, 0.0]):  # unnormalised or on the boundary
+        found = est.estimate_with(center, 2.0, np.array(start))
+        np.testing.assert_allclose(found, fixed, atol=1e-9)
+
+
+def test_the_uniform_draws_of_each_block_come_from_its_own_generator() -> None:
+    est = OnlinePriorEstimate(np.array([0.5, 0.5]), capacity=50, seed=7)
+    blocks = [np.random.default_rng([7, block]).random(50) for block in range(3)]
+    expected = np.concatenate(blocks)
+    for first, count in ((0, 30), (30, 40), (70, 5), (75, 75), (10, 130), (120, 3)):
+        np.testing.assert_array_equal(est._uniforms(first, count), expected[first : first + count])
+
+
+@pytest.mark.parametrize(
+    ("reservoir", "prior", "message"),
+    [
+        (np.full(4, 0.5), [0.5, 0.5], "reservoir must be"),
+        (np.full((2, 3), 1 / 3), [0.5, 0.5], "reservoir must be"),
+        (np.full((2, 2), 0.5), [1.5, -0.5], "probability vector"),
+        (np.full((2, 2), 0.5), [0.6, 0.6], "probability vector"),
+        (np.full((2, 2), 0.5), [1.0], "probability vector"),
+    ],
+)
+def test_restore_refuses_a_malformed_state(reservoir, prior, message) -> None:
+    est = OnlinePriorEstimate(np.array([0.5, 0.5]))
+    arrays = {"reservoir": reservoir, "n_seen": np.array([2]), "prior": np.array(prior)}
+    with pytest.raises(ValueError, match=message):
+        est.restore(arrays)
+
+
+def test_restore_takes_a_prior_with_an_empty_class() -> None:
+    est = OnlinePriorEstimate(np.array([0.5, 0.5]))
+    arrays = {"reservoir": np.full((2, 2), 0.5), "n_seen": np.array([2]), "prior": np.eye(2)[1]}
+    est.restore(arrays)
+    assert est.prior.tolist() == [0.0, 1.0] and est.n_seen == 2
+
+
+def test_label_shift_test_fit_means_and_inverse_within_class_variances_by_hand() -> None:
+    # two numbers (the second constant) and two categorical features (2 and 3 categories)
+    numeric = np.array([[1.0, 2.0], [3.0, 2.0], [5.0, 2.0], [9.0, 2.0]])
+    codes = np.array([[0, 2], [1, 0], [1, 1], [1, 2]])
+    labels = np.array([0, 0, 0, 1])
+    test = LabelShiftTest.fit(numeric, codes, [2, 3], labels, 2)
+    # class 0: rows 1, 3, 5; class 1: row 9
+    third = 1 / 3
+    np.testing.assert_allclose(
+        test.class_means,
+        [[3, 9], [2, 2], [third, 0], [2 * third, 1], [third, 0], [third, 0], [third, 1]],
+    )
+    # within-class variance over all rows: numbers (4 + 0 + 4 + 0) / 4 and 0 (a constant column
+    # gets no weight); each one-hot column sum_c n_c f (1 - f) / n = 3 * (1/3)(2/3) / 4, since
+    # class 1's single row makes its columns constant
+    np.testing.assert_allclose(test.weights, [1 / 2, 0, 6, 6, 6, 6, 6])
+    # numbers alone: no one-hot column
+    alone = LabelShiftTest.fit(numeric, np.zeros((4, 0), dtype=np.int64), [], labels, 2)
+    np.testing.assert_allclose(alone.class_means, [[3, 9], [2, 2]])
+    np.testing.assert_allclose(alone.weights, [1 / 2, 0])
+
+
+def test_the_binary_threshold_keeps_a_lone_top_row_positive() -> None:
+    # The best rule predicts only the top row positive: the threshold lies between the top two
+    # posteriors, not above the top one.
+    q1 = np.array([0.55, 0.05, 0.04, 0.03, 0.02])
+    threshold = decision._macro_f1_threshold(q1)
+    assert (q1 >= threshold).tolist() == [True, False, False, False, False]
+    assert threshold == pytest.approx((0.55 + 0.05) / 2)
+
+
+@pytest.mark.parametrize(
+    ("entry", "value", "message"),
+    [
+        ("class_means", np.zeros(3), "class_means must be"),
+        ("class_means", np.zeros((2, 2)), "class_means must be"),
+        ("weights", np.ones(6), "wrong shape"),
+        ("sums", np.ones(6), "wrong shape"),
+        ("null", np.ones(3), "wrong shape"),
+        ("weights", -np.ones(5), "negative weights"),
+        ("null", np.array([0.0, 0.0]), "non-positive null sd"),
+        ("weights", np.array([1.0, np.nan, 1.0, 1.0, 1.0]), "weights"),
+    ],
+)
+def test_label_shift_test_refuses_malformed_arrays(gaussian_test, entry, value, message) -> None:
+    test, _ = gaussian_test
+    arrays = test.arrays()
+    assert arrays["class_means"].shape == (5, 3)  # two numbers, one column per category
+    with pytest.raises(ValueError, match=message):
+        LabelShiftTest.from_arrays(arrays | {entry: value}, 3)

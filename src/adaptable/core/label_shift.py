@@ -567,7 +567,11 @@ class OnlinePriorEstimate:
         row_weight = self.n_seen / self._size
         pseudo = (strength * center).tolist()
         free = ratio[:-1] - ratio[-1]  # d m_i / d q_k in the free coordinates, (C - 1, n)
-        prior = np.clip(np.asarray(start, dtype=np.float64), 1e-12, None)
+        # Near the boundary the prior term's curvature makes Newton's steps tiny (q_k about
+        # doubles per step), which the stopping rule below reads as convergence: a start at
+        # 1e-12 stopped there. From 1e-6 the first step already moves more than the tolerance
+        # and about 20 of the 50 steps reach any interior optimum.
+        prior = np.clip(np.asarray(start, dtype=np.float64), 1e-6, None)
         prior /= prior.sum()
 
         def objective(q: np.ndarray, mixture: np.ndarray) -> float:
