@@ -150,7 +150,10 @@ def test_choose_rule_needs_evidence_for_the_balanced_rule() -> None:
     p1 = rng.beta(1.0, 3.0, 4000)
     calibrated = np.stack([1 - p1, p1], axis=1)
     y_calibrated = (rng.random(4000) < p1).astype(int)
-    assert choose_rule(calibrated, y_calibrated, prior, "accuracy").name == "source"
+    lost = choose_rule(calibrated, y_calibrated, prior, "accuracy")
+    # the balanced rule lost on the held-out rows: no resample is drawn, and none speaks for it
+    assert lost.name == "source" and lost.balanced_score < lost.source_score
+    assert lost.evidence == 0.0
     # Identical rules: nothing to choose.
     calm = np.tile([0.9, 0.1], (2000, 1))
     assert choose_rule(calm, y, prior, "macro_f1").beta == 0.0
