@@ -14,7 +14,6 @@ from adaptable.core.decision import (
     choose_rule,
     confusion,
     expected_confusion,
-    expected_confusion_by_class,
     plugin_weights,
     score,
 )
@@ -47,17 +46,20 @@ def test_argmax_by_class_is_numpys_argmax_ties_included(n_classes: int) -> None:
     assert argmax_by_class(np.array([[0.5, 0.2], [0.5, 0.8]])).tolist() == [0, 1]
 
 
-def test_expected_confusion_by_class_is_the_row_major_one_per_rule() -> None:
+def test_expected_confusion_of_class_major_posteriors_is_the_row_major_one_per_rule() -> None:
     rng = np.random.default_rng(1)
     q = rng.dirichlet(np.ones(3), size=300)
     preds = rng.integers(0, 3, size=(2, 300))
-    found = expected_confusion_by_class(q.T.copy(), preds)
+    by_class = q.T.copy()
+    found = expected_confusion(by_class.T, preds)  # class-major (C, n), passed transposed
     assert found.shape == (2, 3, 3)
     np.testing.assert_allclose(found, expected_confusion(q, preds), rtol=1e-12)
+    for rule, matrix in zip(preds, found, strict=True):  # the stack is one matrix per rule
+        np.testing.assert_array_equal(matrix, expected_confusion(by_class.T, rule))
     # by hand, as in test_expected_confusion_sums_posteriors_by_prediction
     hand = np.array([[0.9, 0.3, 0.6], [0.1, 0.7, 0.4]])
     np.testing.assert_allclose(
-        expected_confusion_by_class(hand, [np.array([0, 1, 1])])[0], [[0.9, 0.9], [0.1, 1.1]]
+        expected_confusion(hand.T, np.array([[0, 1, 1]]))[0], [[0.9, 0.9], [0.1, 1.1]]
     )
 
 

@@ -87,7 +87,6 @@ from adaptable.core.decision import (
     between_weights,
     choose_rule,
     expected_confusion,
-    expected_confusion_by_class,
     plugin_weights,
     score,
 )
@@ -1795,9 +1794,11 @@ class AdapTable(TestTimeMethod):
         # favours the balanced rule, over up to 4,096 rows.
         posteriors = estimate.reservoir_by_class
         balanced_weights = self._rule_weights[1, 0][:, None]
-        rules = [argmax_by_class(posteriors), argmax_by_class(posteriors * balanced_weights)]
+        rules = np.stack(
+            [argmax_by_class(posteriors), argmax_by_class(posteriors * balanced_weights)]
+        )
         weighted = estimate.target_posteriors_by_class(self._reading_prior)
-        matrices = expected_confusion_by_class(weighted, rules)
+        matrices = expected_confusion(weighted.T, rules)
         source_score, balanced_score = score(matrices, self.objective)
         return bool(balanced_score >= source_score)
 

@@ -624,7 +624,9 @@ class OnlinePriorEstimate:
             weighted, mixture = (
                 self._reweighted_reservoir() if prior is None else self._reweight(prior)
             )
-            return (weighted / mixture).T.copy()
+            # a fresh array, so the transposed view shares nothing; plugin_weights reads it
+            # class-major again without a copy
+            return (weighted / mixture).T
         rows = np.asarray(posteriors, dtype=np.float64)
         weighted = rows * ((self.prior if prior is None else prior) / self.source_prior)
         return weighted / weighted.sum(axis=1, keepdims=True)
