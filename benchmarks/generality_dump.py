@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from adaptable.experiments.paper import GENERALITY_CASES, GENERALITY_MODELS
-from adaptable.experiments.runner import RunContext, source_model
+from adaptable.experiments.runner import RunContext, get_dataset, source_model
 from adaptable.experiments.spec import BATCH_SIZE
 
 #: datasets dumped first (the lead reads them while the rest is written): a name, or a prefix
@@ -107,9 +107,8 @@ def dump_one(
     """The arrays of one file (see the module docstring)."""
     from adaptable import datasets, shifts
     from adaptable.core.model_adapter import as_logit_function
-    from adaptable.experiments.runner import _dataset
 
-    dataset = _dataset(dataset_name, context)  # the runner's per-process memo
+    dataset = get_dataset(dataset_name, context)  # the runner's per-process memo
     model = source_model(dataset_name, model_name, seed, context)
     logit_fn = as_logit_function(model)
     encoder = datasets.fit_encoder(dataset)
