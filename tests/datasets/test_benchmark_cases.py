@@ -1,4 +1,4 @@
-"""The development, confirmation, holdout and sealed benchmarks' domain splits, cut as
+"""The development, confirmation, holdout, sealed and reserve benchmarks' domain splits, cut as
 documented from the publishers' files (the group checks: ``test_case_groups.py``)."""
 
 from __future__ import annotations
@@ -70,6 +70,19 @@ REAL_SIZES = {
         "german_telephone": (323, 40, 41, 536),
         "german_existing_credits": (506, 63, 64, 330),
     },
+    "reserve": {
+        "readmission_age": (53584, 6698, 6699, 29260),
+        "readmission_medications": (43176, 5397, 5398, 40969),
+        "readmission_specialty": (39012, 4877, 4877, 45654),
+        "readmission_diabetes_med": (61193, 7649, 7650, 20700),
+        "readmission_procedures": (36400, 4550, 4550, 48593),
+        "heloc_revolving": (3960, 495, 496, 4287),
+        "heloc_inquiry_recency": (6032, 754, 754, 1669),
+        "heloc_install_burden": (2343, 293, 293, 3170),
+        "german_personal_status": (438, 55, 55, 406),
+        "german_other_plans": (651, 81, 82, 167),
+        "german_residence": (350, 44, 44, 505),
+    },
 }
 
 
@@ -89,6 +102,8 @@ def test_documented_sizes_cover_every_case(group: str) -> None:
         ("heloc_satisfactory", "NumSatisfactoryTrades", [20, 80], [0, 19]),
         ("heloc_open_trades", "NumTradesOpeninLast12M", [0, 1], [2, 19]),
         ("heloc_install_balance", "NumInstallTradesWBalance", [0, 2], [3, 23]),
+        ("heloc_revolving", "NumRevolvingTradesWBalance", [0, 3], [4, 32]),
+        ("heloc_install_burden", "NetFractionInstallBurden", [0, 70], [71, 471]),
     ],
 )
 def test_helocs_special_codes_are_in_neither_domain(

@@ -1,4 +1,4 @@
-"""The benchmark case groups (generality, development, confirmation, holdout, sealed): each
+"""The benchmark case groups (generality, development, confirmation, holdout, sealed, reserve): each
 registered apart and in its order, disjoint from every other task, and none cutting a data set
 along a column that an earlier group (or the paper's two natural shifts) cuts: a design chosen
 on one group is checked on the next."""
@@ -19,6 +19,7 @@ GROUPS = [
     ("confirmation", domain_cases.CONFIRMATION_CASES, datasets.CONFIRMATION_TASKS),
     ("holdout", domain_cases.HOLDOUT_CASES, datasets.HOLDOUT_TASKS),
     ("sealed", domain_cases.SEALED_CASES, datasets.SEALED_TASKS),
+    ("reserve", domain_cases.RESERVE_CASES, datasets.RESERVE_TASKS),
 ]
 #: the split columns of the paper's natural shifts (tasks of their own, not domain cases)
 PAPER_SPLITS = {("heloc", "ExternalRiskEstimate"), ("hospital_readmission", "admission_source_id")}
@@ -34,13 +35,14 @@ def test_each_group_is_listed_apart_in_its_order(group, cases, tasks, tmp_path: 
     assert set(cases.items()) <= set(domain_cases.ALL_CASES.items())
 
 
-def test_all_cases_are_the_five_groups() -> None:
+def test_all_cases_are_the_six_groups() -> None:
     assert domain_cases.ALL_CASES == {
         **domain_cases.CASES,
         **domain_cases.DEVELOPMENT_CASES,
         **domain_cases.CONFIRMATION_CASES,
         **domain_cases.HOLDOUT_CASES,
         **domain_cases.SEALED_CASES,
+        **domain_cases.RESERVE_CASES,
     }
 
 

@@ -457,7 +457,7 @@ def test_cli_lists_the_cases_apart_from_the_paper_tasks(tmp_path: Path, capsys) 
     assert lines[0] == "[paper]"
     starts = [
         lines.index(f"[{group}]")
-        for group in ("generality", "development", "confirmation", "holdout", "sealed")
+        for group in ("generality", "development", "confirmation", "holdout", "sealed", "reserve")
     ]
     assert all(lines[start - 1] == "" for start in starts)
     ends = [*(start - 1 for start in starts[1:]), len(lines)]
@@ -470,6 +470,7 @@ def test_cli_lists_the_cases_apart_from_the_paper_tasks(tmp_path: Path, capsys) 
             datasets.CONFIRMATION_TASKS,
             datasets.HOLDOUT_TASKS,
             datasets.SEALED_TASKS,
+            datasets.RESERVE_TASKS,
         ),
         strict=True,
     ):

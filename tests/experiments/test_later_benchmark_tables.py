@@ -1,4 +1,4 @@
-"""`adaptable reproduce confirmation`, `holdout` and `sealed`: benchmarks built like the
+"""`adaptable reproduce confirmation`, `holdout`, `sealed` and `reserve`: benchmarks built like the
 development one on split columns and label-shift pools no earlier benchmark uses."""
 
 from __future__ import annotations
@@ -33,6 +33,13 @@ LATER = [
         ("generality", "development", "confirmation", "holdout"),
         None,  # no three-class task left: no Dirichlet shift
     ),
+    (
+        "reserve",
+        paper.RESERVE_DOMAIN_SPLITS,
+        datasets.RESERVE_TASKS,
+        ("generality", "development", "confirmation", "holdout", "sealed"),
+        None,
+    ),
 ]
 
 
@@ -65,6 +72,7 @@ def test_reproduce_all_leaves_the_sealed_benchmark_out() -> None:
     from adaptable.cli import _table_names
 
     every = _table_names("all")
-    assert "sealed" not in every and "holdout" in every
+    assert "sealed" not in every and "reserve" not in every and "holdout" in every
     assert set(every) | set(paper.SEALED_TABLES) == set(paper.TABLES)
     assert _table_names("sealed") == ["sealed"]
+    assert _table_names("reserve") == ["reserve"]

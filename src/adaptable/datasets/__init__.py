@@ -1,7 +1,8 @@
 """The six TableShift tasks AdapTable is evaluated on, the generality benchmark's domain-split
 cases (``GENERALITY_TASKS``), the development benchmark's cases (``DEVELOPMENT_TASKS``), the
 confirmation benchmark's cases (``CONFIRMATION_TASKS``), the holdout benchmark's cases
-(``HOLDOUT_TASKS``), the sealed benchmark's cases (``SEALED_TASKS``), and the shared Encoder.
+(``HOLDOUT_TASKS``), the sealed and reserve benchmarks' cases (``SEALED_TASKS``,
+``RESERVE_TASKS``), and the shared Encoder.
 
 >>> from adaptable import datasets
 >>> ds = datasets.load("hospital_readmission")  # embedded copy, no data directory needed
@@ -20,6 +21,7 @@ from adaptable.datasets.registry import (
     DEVELOPMENT_TASKS,
     GENERALITY_TASKS,
     HOLDOUT_TASKS,
+    RESERVE_TASKS,
     SEALED_TASKS,
     TASKS,
     TaskInfo,
@@ -50,6 +52,7 @@ __all__ = [
     "DEVELOPMENT_TASKS",
     "GENERALITY_TASKS",
     "HOLDOUT_TASKS",
+    "RESERVE_TASKS",
     "SEALED_TASKS",
     "TASKS",
     "TaskInfo",

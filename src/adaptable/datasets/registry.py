@@ -128,6 +128,9 @@ HOLDOUT_TASKS = _case_names("HOLDOUT_CASES")
 #: the sealed benchmark's cases: a fifth set of split columns, fixed before any design was run
 #: on them, for judging the next design
 SEALED_TASKS = _case_names("SEALED_CASES")
+#: the reserve benchmark's cases: a sixth set of split columns, fixed on 2026-11-25 with only
+#: the unadapted model run on them, for judging the next design (the sealed one judged one)
+RESERVE_TASKS = _case_names("RESERVE_CASES")
 _FACTORIES.update({name: _domain_case(name) for name in _case_names("ALL_CASES")})
 #: task group -> its tasks, in the order ``available()`` lists them
 GROUPS = {
@@ -137,6 +140,7 @@ GROUPS = {
     "confirmation": CONFIRMATION_TASKS,
     "holdout": HOLDOUT_TASKS,
     "sealed": SEALED_TASKS,
+    "reserve": RESERVE_TASKS,
 }
 
 
