@@ -285,7 +285,8 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
     rep.add_argument(
         "table",
         choices=[*TABLES, "all"],
-        help="the table (or all: every table but the sealed and reserve benchmarks, which run only by name)",
+        help="the table (or all: every table but the sealed and reserve benchmarks, which run "
+        "only by name)",
     )
     _add_grid(
         rep,

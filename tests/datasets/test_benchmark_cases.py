@@ -115,6 +115,15 @@ def test_helocs_special_codes_are_in_neither_domain(
     assert spec.in_second(frame).tolist() == [False] * 5 + [True] * 2
 
 
+def test_heloc_inquiry_recency_puts_no_record_in_neither_domain() -> None:
+    # -9 (no bureau record) and -8 (no usable inquiries) in neither domain; -7 (condition not
+    # met: no inquiry) is the second domain; months since the last inquiry, 0 included, the first
+    spec = domain_cases.ALL_CASES["heloc_inquiry_recency"]
+    frame = pd.DataFrame({"MSinceMostRecentInqexcl7days": [-9, -8, -7, 0, 1, 24]})
+    assert spec.in_first(frame).tolist() == [False, False, False, True, True, True]
+    assert spec.in_second(frame).tolist() == [False, False, True, False, False, False]
+
+
 @pytest.mark.parametrize(
     ("case", "file"),
     [

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from adaptable import datasets
-from adaptable.datasets import domain_cases
+from adaptable.datasets import domain_cases, registry
 
 #: (group, its cases, its registered task names), in the order designs pass through them
 GROUPS = [
@@ -36,6 +36,8 @@ def test_each_group_is_listed_apart_in_its_order(group, cases, tasks, tmp_path: 
 
 
 def test_all_cases_are_the_six_groups() -> None:
+    assert list(domain_cases.CASE_GROUPS) == [group for group, *_ in GROUPS]
+    assert list(registry.GROUPS) == ["paper", *(group for group, *_ in GROUPS)]
     assert domain_cases.ALL_CASES == {
         **domain_cases.CASES,
         **domain_cases.DEVELOPMENT_CASES,

@@ -107,41 +107,35 @@ def _domain_case(name: str) -> Callable[[], TaskInfo]:
     return factory
 
 
-def _case_names(registry: str) -> tuple[str, ...]:
+def _case_groups() -> dict[str, tuple[str, ...]]:
     from adaptable.datasets import domain_cases
 
-    return tuple(getattr(domain_cases, registry))
+    return {group: tuple(cases) for group, cases in domain_cases.CASE_GROUPS.items()}
 
 
+_CASE_GROUPS = _case_groups()
+#: task group -> its tasks, in the order ``available()`` lists them: the paper's six, then
+#: each benchmark's domain-split cases (``adaptable.datasets.domain_cases.CASE_GROUPS``)
+GROUPS = {"paper": TASKS, **_CASE_GROUPS}
 #: the generality benchmark's domain-split cases (adaptable.datasets.domain_cases), listed
 #: apart from the paper's six tasks
-GENERALITY_TASKS = _case_names("CASES")
+GENERALITY_TASKS = GROUPS["generality"]
 #: the development benchmark's domain-split cases: other splits of the same data sets, on
 #: which the default adapter's design is chosen (the generality cases stay held out)
-DEVELOPMENT_TASKS = _case_names("DEVELOPMENT_CASES")
+DEVELOPMENT_TASKS = GROUPS["development"]
 #: the confirmation benchmark's cases: a third set of split columns, fixed after the default
 #: adapter's design and never used to choose it
-CONFIRMATION_TASKS = _case_names("CONFIRMATION_CASES")
+CONFIRMATION_TASKS = GROUPS["confirmation"]
 #: the holdout benchmark's cases: a fourth set of split columns, fixed after every design of the
 #: default adapter, run once on it, never used to choose anything
-HOLDOUT_TASKS = _case_names("HOLDOUT_CASES")
+HOLDOUT_TASKS = GROUPS["holdout"]
 #: the sealed benchmark's cases: a fifth set of split columns, fixed before any design was run
-#: on them, for judging the next design
-SEALED_TASKS = _case_names("SEALED_CASES")
+#: on them; it judged the default of 2026-11-24 once
+SEALED_TASKS = GROUPS["sealed"]
 #: the reserve benchmark's cases: a sixth set of split columns, fixed on 2026-11-25 with only
-#: the unadapted model run on them, for judging the next design (the sealed one judged one)
-RESERVE_TASKS = _case_names("RESERVE_CASES")
-_FACTORIES.update({name: _domain_case(name) for name in _case_names("ALL_CASES")})
-#: task group -> its tasks, in the order ``available()`` lists them
-GROUPS = {
-    "paper": TASKS,
-    "generality": GENERALITY_TASKS,
-    "development": DEVELOPMENT_TASKS,
-    "confirmation": CONFIRMATION_TASKS,
-    "holdout": HOLDOUT_TASKS,
-    "sealed": SEALED_TASKS,
-    "reserve": RESERVE_TASKS,
-}
+#: the unadapted model run on them, for judging the next design
+RESERVE_TASKS = GROUPS["reserve"]
+_FACTORIES.update({name: _domain_case(name) for names in _CASE_GROUPS.values() for name in names})
 
 
 def register(name: str, factory: Callable[[], TaskInfo]) -> None:
