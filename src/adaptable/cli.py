@@ -511,11 +511,11 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
 
 def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:
     """``adaptable reproduce TABLE``: run what the table needs, write ours vs the paper."""
-    from adaptable.experiments.figures import case_gains_figure
+    from adaptable.experiments.figures import case_gains_figure, risk_and_reach_figure
     from adaptable.experiments.paper import TABLES
     from adaptable.experiments.runner import RunContext, run_sweep, stored_only
     from adaptable.experiments.store import ResultStore
-    from adaptable.experiments.tables import compare, table_specs, write_table
+    from adaptable.experiments.tables import compare, summarize, table_specs, write_table
 
     names = _table_names(args.table)
     store = ResultStore(args.results)
@@ -553,9 +553,10 @@ def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:
                 frame, table, args.out, skipped=result.skipped, failures=result.failures,
                 seeds=args.seeds, latex=args.latex,
             )  # fmt: skip
-            gains = case_gains_figure(frame, table, args.out)
-            if gains is not None:
-                paths.append(gains)
+            figures = [case_gains_figure(frame, table, args.out)]
+            if table.summary is not None:
+                figures.append(risk_and_reach_figure(summarize(frame, table), table, args.out))
+            paths += [figure for figure in figures if figure is not None]
             print(paths[0].read_text())
             print("wrote " + ", ".join(str(p) for p in paths))
             status = status or (1 if result.failures else 0)

@@ -231,6 +231,26 @@ def test_reproduce_no_run_needs_only_the_store(
     assert "6 experiments (3 in the results store; --no-run runs none)" in capsys.readouterr().out
 
 
+def test_reproduce_draws_a_benchmark_tables_two_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A table with summary lines gets its gains curve and its risk-and-reach figure."""
+    toy = run_experiment(
+        ExperimentSpec("toy", "natural", "softmax", "source", 0), RunContext(components=TOY)
+    )
+    store = ResultStore(tmp_path / "r.jsonl")
+    for spec in table_specs(TABLES["generality"], [0], ["heloc"], ["logreg"]):
+        if spec.scenario == "natural":
+            store.append({**toy, "key": spec.key, "spec": spec.to_dict()})
+    argv = ["reproduce", "generality", "--no-run", "--seeds", "0", "--datasets", "heloc",
+            "--out", str(tmp_path / "t"), "--results", str(store.path)]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    wrote = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("wrote "))
+    for name in ("generality_gains.png", "generality_risk.png"):
+        assert (tmp_path / "t" / name).stat().st_size > 0
+        assert str(tmp_path / "t" / name) in wrote
+
+
 def test_plot_says_up_front_how_many_experiments_it_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

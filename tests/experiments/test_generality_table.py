@@ -191,3 +191,54 @@ def test_gains_figure_sorts_each_method_and_reads_its_summary(tmp_path: Path) ->
     # A table without summary lines gets no figure.
     oracle = compare(paper.TABLES["oracle"], [], [0], ["heloc"])
     assert case_gains_figure(oracle, paper.TABLES["oracle"], tmp_path) is None
+
+
+def test_risk_and_reach_figure_places_each_method_from_its_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from adaptable.experiments import plots
+    from adaptable.experiments.figures import risk_and_reach_figure
+    from adaptable.experiments.plots import plot_risk_and_reach
+
+    drawn: dict = {}
+
+    def spy(points: dict, **kwargs: object) -> object:
+        drawn.update(points=points, **kwargs)
+        return plot_risk_and_reach(points, **kwargs)
+
+    monkeypatch.setattr(plots, "plot_risk_and_reach", spy)
+    frame = compare(TABLE, _records(), [0, 1], ["heloc"])
+    path = risk_and_reach_figure(summarize(frame, TABLE), TABLE, tmp_path)
+    assert path == tmp_path / "generality_risk.png" and path.stat().st_size > 0
+    # From the per-case means of test_summary_compares_per_case_means: EM 0 of 2 cases within
+    # 1.5 of the bar, worst -5; AdapTable 2 of 2, worst +1; Balanced 1 of 2 (60 vs bar 60, 67
+    # vs bar 70), worst -3. Source (the reference) and methods without a case are left out.
+    assert drawn["points"] == {
+        "Balanced": (0.5, pytest.approx(-3.0)),
+        "EM": (0.0, pytest.approx(-5.0)),
+        "AdapTable (default)": (1.0, pytest.approx(1.0)),
+    }
+    assert drawn["goal"] == paper.ISSUE_10_GOAL == (0.9, -1.0)
+    fig = plot_risk_and_reach(
+        {"EM": (0.0, -5.0), "AdapTable": (1.0, 1.0), "bad": (0.5, -40.0)},
+        goal=(0.9, -1.0),
+        style_order=("AdapTable", "EM"),
+    )
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[0].startswith("goal: within 1.5 of the bar in >= 90 %")
+    assert labels[1:] == [
+        "EM: 0 %, worst -5.00",
+        "AdapTable: 100 %, worst +1.00",
+        "bad: 50 %, worst -40.00 (below the axis)",
+    ]
+    offsets = [tuple(c.get_offsets()[0]) for c in ax.collections[1:]]
+    assert offsets == [(0.0, -5.0), (100.0, 1.0), (50.0, -20.0)]  # clipped at the floor
+    # style_order fixes a method's colour whatever the other methods are
+    colours = [tuple(c.get_facecolor()[0]) for c in ax.collections[1:]]
+    alone = plot_risk_and_reach({"AdapTable": (1.0, 1.0)}, style_order=("AdapTable", "EM"))
+    assert tuple(alone.axes[0].collections[0].get_facecolor()[0]) == colours[1] != colours[0]
+    summary = summarize(frame, TABLE)
+    # A table without summary lines, or a summary with no case, gets no figure.
+    assert risk_and_reach_figure(summary, paper.TABLES["oracle"], tmp_path) is None
+    assert risk_and_reach_figure(summary.iloc[:0], TABLE, tmp_path) is None

@@ -334,3 +334,47 @@ def case_gains_figure(
     title = f"{table.name}: {names.get(metric, metric)} gain over {reference} per case"
     fig = plots.plot_case_gains(gains, reference=reference, title=title)
     return plots.save_figure(fig, Path(out_dir) / f"{table.name}_gains.png")
+
+
+def _benchmark_method_labels() -> list[str]:
+    """Every method label of the benchmark tables with summary lines, in table order (the
+    generality benchmark's first): one colour and marker per method across their figures."""
+    from adaptable.experiments.paper import TABLES
+
+    tables = sorted((t for t in TABLES.values() if t.summary), key=lambda t: t.name != "generality")
+    return list(dict.fromkeys(row.label for table in tables for row in table.rows))
+
+
+def risk_and_reach_figure(
+    summary: Any, table: Any, out_dir: str | Path, metric: str = "macro_f1"
+) -> Path | None:
+    """``<table>_risk.png``: each method's share of cases within the tolerance of the bar
+    against its worst case (:func:`plots.plot_risk_and_reach`), from the table's summary lines
+    over all cases (:func:`~adaptable.experiments.tables.summarize`, or the
+    ``<table>_summary.csv`` it writes); ``None`` for a table without summary lines or when no
+    method has a case for ``metric``. The reference itself is left out (it sits at 0 by
+    definition)."""
+    spec = table.summary
+    if spec is None:
+        return None
+    lines = summary[(summary["group"] == "all") & (summary["metric"] == metric)]
+    lines = lines[(lines["cases"] > 0) & (lines["method"] != spec.reference)]
+    if lines.empty:
+        return None
+    points = {
+        str(line.method): (line.within_tolerance_of_bar / line.cases, line.worst_difference)
+        for line in lines.itertuples()
+    }
+    names = {"macro_f1": "macro-F1", "balanced_accuracy": "balanced accuracy"}
+    cases = int(lines["cases"].max())
+    title = f"{table.name}: risk and reach, {names.get(metric, metric)}, {cases} cases"
+    fig = plots.plot_risk_and_reach(
+        points,
+        goal=spec.goal,
+        tolerance=spec.tolerance,
+        reference=spec.reference,
+        simple_rule=spec.simple_rule,
+        title=title,
+        style_order=_benchmark_method_labels(),
+    )
+    return plots.save_figure(fig, Path(out_dir) / f"{table.name}_risk.png")

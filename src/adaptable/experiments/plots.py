@@ -14,7 +14,8 @@ experiment: :mod:`adaptable.experiments.figures` gathers the data and calls thes
 * beyond the paper, for the benchmark tables with summary lines (``generality``,
   ``development``, ``confirmation``, ``holdout``): each method's per-case gain over the
   unadapted model, sorted, so that the cases won, the mean and the worst loss read off one
-  curve per method.
+  curve per method; and each method's reach (cases as good as the better of the unadapted
+  model and the balanced rule) against its risk (its worst loss), as one point.
 
 Each ``plot_*`` function returns the matplotlib ``Figure``; :func:`save_figure` writes it.
 
@@ -280,5 +281,54 @@ def plot_case_gains(
     ax.set(xlabel="share of cases, sorted by gain", ylabel=f"gain over {reference} (points)",
            title=title)  # fmt: skip
     ax.legend(fontsize=7, loc="upper left", frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_risk_and_reach(
+    points: Mapping[str, tuple[float, float]],
+    *,
+    goal: tuple[float, float] | None = None,
+    tolerance: float = 1.5,
+    reference: str = "Source",
+    simple_rule: str = "Balanced",
+    floor: float = -20.0,
+    title: str = "",
+    style_order: Sequence[str] = (),
+) -> Any:
+    """Each method as one point: its reach against its risk, and the goal's corner shaded.
+
+    ``points`` maps a method to (share of cases within ``tolerance`` points of the bar, 0-1;
+    worst difference vs ``reference``, points). Up is a smaller worst loss, right is more cases
+    as good as the better simple rule; a method in the shaded corner above and right of
+    ``goal`` = (share, worst loss) meets both. A point below ``floor`` is drawn at the floor
+    and its worst case is given in the legend, so one bad method does not squash the others.
+    A method listed in ``style_order`` keeps the colour and marker of its place there, so that
+    figures of tables with different methods draw the same method alike.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(10.0, 4.6))
+    if goal is not None:
+        reach, worst = goal
+        ax.fill_between([100 * reach, 100.0], worst, 1.0, color="tab:green", alpha=0.12,
+                        label=f"goal: within {tolerance:g} of the bar in >= {100 * reach:.0f} % "
+                        f"of cases, worst >= {worst:+.2f}")  # fmt: skip
+    lowest = 0.0
+    order = list(style_order) + [m for m in points if m not in style_order]
+    for method, (share, worst) in points.items():
+        if math.isnan(share) or math.isnan(worst):
+            continue
+        i = order.index(method)
+        clipped = " (below the axis)" if worst < floor else ""
+        ax.scatter(100 * share, max(worst, floor), s=48, marker=_MARKERS[i % len(_MARKERS)],
+                   color=f"C{i % 10}", zorder=3,
+                   label=f"{method}: {100 * share:.0f} %, worst {worst:+.2f}{clipped}")  # fmt: skip
+        lowest = min(lowest, max(worst, floor))
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xlim(0.0, 100.0)
+    ax.set_ylim(lowest - 1.0, 1.0)
+    ax.set(xlabel=f"cases within {tolerance:g} points of max({reference}, {simple_rule}) (%)",
+           ylabel=f"worst case vs {reference} (points)", title=title)  # fmt: skip
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     fig.tight_layout()
     return fig
