@@ -203,18 +203,23 @@ def test_reproduce_lists_skipped_datasets(tmp_path: Path) -> None:
     assert (tmp_path / "oracle.csv").exists()
 
 
-def test_reproduce_no_run_needs_only_the_store(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Issue 13: tables rebuilt from the results store on a machine without the raw files."""
+def _store_of(tmp_path: Path, specs: list[ExperimentSpec], f1s) -> ResultStore:
+    """A results store holding one toy record per spec, each with its own macro-F1."""
     toy = run_experiment(
         ExperimentSpec("toy", "natural", "softmax", "source", 0), RunContext(components=TOY)
     )
     store = ResultStore(tmp_path / "r.jsonl")
-    for spec, f1 in zip(table_specs(TABLES["oracle"], [0], ["heloc"]), (0.61, 0.65, 0.9),
-                        strict=True):  # fmt: skip
+    for spec, f1 in zip(specs, f1s, strict=True):
         store.append({**toy, "key": spec.key, "spec": spec.to_dict(),
                       "metrics": {**toy["metrics"], "macro_f1": f1}})  # fmt: skip
+    return store
+
+
+def test_reproduce_no_run_needs_only_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 13: tables rebuilt from the results store on a machine without the raw files."""
+    store = _store_of(tmp_path, table_specs(TABLES["oracle"], [0], ["heloc"]), (0.61, 0.65, 0.9))
 
     def no_data(*args, **kwargs):
         raise AssertionError("--no-run looked at the raw data")
@@ -235,13 +240,9 @@ def test_reproduce_draws_a_benchmark_tables_two_figures(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A table with summary lines gets its gains curve and its risk-and-reach figure."""
-    toy = run_experiment(
-        ExperimentSpec("toy", "natural", "softmax", "source", 0), RunContext(components=TOY)
-    )
-    store = ResultStore(tmp_path / "r.jsonl")
-    for spec in table_specs(TABLES["generality"], [0], ["heloc"], ["logreg"]):
-        if spec.scenario == "natural":
-            store.append({**toy, "key": spec.key, "spec": spec.to_dict()})
+    specs = table_specs(TABLES["generality"], [0], ["heloc"], ["logreg"])
+    natural = [spec for spec in specs if spec.scenario == "natural"]
+    store = _store_of(tmp_path, natural, [0.5 + 0.01 * i for i in range(len(natural))])
     argv = ["reproduce", "generality", "--no-run", "--seeds", "0", "--datasets", "heloc",
             "--out", str(tmp_path / "t"), "--results", str(store.path)]  # fmt: skip
     assert cli.main(argv, components=TOY) == 0
