@@ -406,7 +406,8 @@ class Encoder:
             return
         worst = int(unseen.sum(axis=0).argmax())
         example = values[int(np.flatnonzero(unseen[:, worst])[0]), worst]
-        known = ", ".join(repr(c) for c in self.categories_[worst][:3])
+        fitted = self.categories_[worst]
+        known = ", ".join(repr(c) for c in fitted[:3]) + (", ..." if len(fitted) > 3 else "")
         # Text meets text categories exactly, so there the likelier cause is categories the
         # source never had (a shift in that column), not a type mismatch.
         cause = (
@@ -421,8 +422,8 @@ class Encoder:
             f"Encoder: more than {UNSEEN_WARNING_SHARE:.0%} of this batch's categorical values "
             f"were not seen at fit time and are encoded as unknown; column "
             f"{self.categorical_[worst]!r} has values of type {type(example).__name__} that "
-            f"match none of its categories (such as {known}). {cause} (see adaptable.encoding "
-            "for the matching rule).",
+            f"match none of the categories it was fitted with ({known}). {cause} (see "
+            "adaptable.encoding for the matching rule).",
             UnseenCategoryWarning,
             stacklevel=stacklevel,
         )

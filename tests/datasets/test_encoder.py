@@ -268,6 +268,12 @@ def test_warns_when_most_categories_are_unseen(frame: pd.DataFrame) -> None:
         enc.transform(mostly)  # 5 of 8 unseen
     with pytest.warns(UnseenCategoryWarning):
         enc.category_codes(mostly)
+    # The message lists the fitted categories (the first three), not the stream's values.
+    with pytest.warns(UnseenCategoryWarning, match=r"fitted with \('blue', 'nan', 'red'\)\."):
+        enc.transform(mostly)
+    wide = Encoder().fit(pd.DataFrame({"c": list("abcde"), "x": [1.0, 2, 3, 4, 5]}))
+    with pytest.warns(UnseenCategoryWarning, match=r"fitted with \('a', 'b', 'c', \.\.\.\)\."):
+        wide.transform(pd.DataFrame({"c": list("zzzzz"), "x": [1.0, 2, 3, 4, 5]}))
 
 
 def test_duplicated_column_name_is_a_clear_error(frame: pd.DataFrame) -> None:
