@@ -484,6 +484,19 @@ def _report_sweep(result: Any) -> None:
     for error, keys in by_error.items():
         more = f" (and {len(keys) - 1} more with the same error)" if len(keys) > 1 else ""
         print(f"failed {keys[0]}{more}: {error}")
+    _report_warnings(result)
+
+
+def _report_warnings(result: Any) -> None:
+    """The warnings of the experiments run in this call, each once (the records keep them)."""
+    from adaptable.experiments.runner import warning_summary
+
+    ran = set(result.ran)
+    summary = warning_summary(r for r in result.records if r.get("key") in ran)
+    for entry in summary:
+        others = entry["experiments"] - 1
+        where = f"{entry['example']}" + (f" and {others} more" if others else "")
+        print(f"warning ({where}): {entry['category']}: {entry['message']}")
 
 
 def cmd_run(args: argparse.Namespace, components: Components) -> int:

@@ -60,6 +60,32 @@ def test_run_prints_a_table_and_reuses_the_store(
     assert "0 experiments run, 4 reused" in out
 
 
+def test_run_reports_each_warning_once_with_the_experiments_that_raised_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import warnings
+
+    original = testing.ToySource.predict_proba
+
+    def noisy(self, X_batch, oracle_labels=None):
+        warnings.warn("the stream looks odd", UserWarning, stacklevel=1)
+        return original(self, X_batch, oracle_labels)
+
+    monkeypatch.setattr(testing.ToySource, "predict_proba", noisy)
+    argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source", "prior",
+            "--seeds", "0", "1", "--results", str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    captured = capsys.readouterr()
+    lines = [line for line in captured.out.splitlines() if line.startswith("warning (")]
+    # both toy methods predict through ToySource: four experiments, one line
+    assert lines == [
+        "warning (toy|natural|softmax|source|seed=0 and 3 more): UserWarning: the stream looks odd"
+    ]
+    assert "the stream looks odd" not in captured.err
+    assert cli.main(argv, components=TOY) == 0  # everything reused: nothing new to report
+    assert "warning (" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -167,27 +167,85 @@ def test_progress_names_the_source_model_and_stays_quiet_when_all_is_reused(
 def test_warnings_are_printed_above_the_progress_bar(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A warning of the sweep itself (here: while a source model trains) is printed above the
+    bars, on a line of its own."""
+    import warnings
+
+    clear_memo()
+
+    def noisy(*args, **kwargs):
+        warnings.warn("a warning while a source model trains", UserWarning, stacklevel=1)
+        return testing.train_model(*args, **kwargs)
+
+    context = RunContext(components=dataclasses.replace(testing.COMPONENTS, train_model=noisy))
+    shown_before = warnings.showwarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        run_sweep([ExperimentSpec("toy", "natural", "softmax", "source", 0)],
+                  ResultStore(tmp_path / "r.jsonl"), context=context, progress=True)  # fmt: skip
+    err = capsys.readouterr().err
+    warning_lines = [line for line in err.split("\n") if "UserWarning: a warning while" in line]
+    assert len(warning_lines) == 1
+    # on a line of its own: tqdm.write clears the bar first (no bar text glued in front)
+    assert warning_lines[0].split("\r")[-1].startswith(f"{__file__}:"), warning_lines[0]
+    assert warnings.showwarning is shown_before  # restored afterwards
+    clear_memo()
+
+
+def _noisy_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The toy source warns twice per batch (from one line), and once more on its first batch."""
     import warnings
 
     original = testing.ToySource.predict_proba
 
     def noisy(self, X_batch, oracle_labels=None):
-        warnings.warn("a warning from inside an experiment", UserWarning, stacklevel=1)
+        for _ in range(2):
+            warnings.warn("a warning from inside an experiment", UserWarning, stacklevel=1)
+        if not getattr(self, "_warned", False):
+            self._warned = True
+            warnings.warn("only once", RuntimeWarning, stacklevel=1)
         return original(self, X_batch, oracle_labels)
 
     monkeypatch.setattr(testing.ToySource, "predict_proba", noisy)
-    shown_before = warnings.showwarning
+
+
+def test_an_experiments_warnings_are_kept_in_its_record_not_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import warnings
+
+    from adaptable.experiments.runner import warning_summary
+
+    _noisy_source(monkeypatch)
+    specs = [ExperimentSpec("toy", "natural", "softmax", "source", seed) for seed in (0, 1)]
     with warnings.catch_warnings():
-        warnings.simplefilter("always")
-        run_sweep([ExperimentSpec("toy", "natural", "softmax", "source", 0)],
-                  ResultStore(tmp_path / "r.jsonl"), context=CONTEXT, progress=True)  # fmt: skip
-    err = capsys.readouterr().err
-    warning_lines = [line for line in err.split("\n") if "UserWarning: a warning from" in line]
-    assert len(warning_lines) == 5  # one per batch
-    # each on a line of its own: tqdm.write clears the bar first (no bar text glued in front)
-    for line in warning_lines:
-        assert line.split("\r")[-1].startswith(f"{__file__}:"), line
-    assert warnings.showwarning is shown_before  # restored afterwards
+        warnings.simplefilter("default")  # Python's own: once per location
+        store = ResultStore(tmp_path / "r.jsonl")
+        result = run_sweep(specs, store, context=CONTEXT, progress=False)
+    assert "a warning from inside" not in capsys.readouterr().err
+    # every occurrence counted, in each experiment (not just the first of the process)
+    for record in result.records:
+        assert record["warnings"] == [
+            {"category": "UserWarning", "message": "a warning from inside an experiment",
+             "count": 10},  # two per batch, five batches
+            {"category": "RuntimeWarning", "message": "only once", "count": 1},
+        ]  # fmt: skip
+    summary = warning_summary(result.records)
+    assert [(e["category"], e["experiments"], e["count"]) for e in summary] == [
+        ("UserWarning", 2, 20),
+        ("RuntimeWarning", 2, 2),
+    ]
+    assert summary[0]["example"] == specs[0].key
+    assert warning_summary([{"key": "old record without the field"}]) == []
+    # A filter set by the caller still applies: ignored warnings are not kept, errors raise.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "only once")
+        record = run_experiment(specs[0], CONTEXT)
+    assert [w["message"] for w in record["warnings"]] == ["a warning from inside an experiment"]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", category=RuntimeWarning)
+        with pytest.raises(RuntimeWarning, match="only once"):
+            run_experiment(specs[0], CONTEXT)
 
 
 DEVICES_SEEN: list[str] = []

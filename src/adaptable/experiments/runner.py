@@ -302,8 +302,73 @@ def run_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> d
     ``traces`` (per batch: ``size``, ``true`` label distribution, ``predicted`` mean
     probabilities, ``pseudo`` argmax frequencies, ``estimate`` the method's estimated target
     prior or ``None``, ``temperature`` its mean temperature or ``None``), ``reliability`` bins,
-    ``source_prior``, ``target_prior``, ``confusion`` and ``n_classes``.
+    ``source_prior``, ``target_prior``, ``confusion``, ``n_classes`` and ``warnings``.
+
+    Warnings raised while it runs are kept in the record instead of printed: one entry per
+    distinct (``category``, ``message``), with ``count`` (how many times it was raised). A
+    sweep of thousands of experiments would otherwise print the same few warnings from every
+    worker; :func:`warning_summary` gathers them across records. Filters that ignore or turn a
+    warning into an error still apply.
     """
+    with warnings.catch_warnings(record=True) as caught:
+        # Every occurrence reaches ``caught`` (the "once per location" default would hide a
+        # warning from all but the first experiment of a worker); "ignore" and "error" filters
+        # set before the call keep their effect.
+        warnings.filterwarnings("always")
+        for action, message, category, module, lineno in reversed(_user_filters()):
+            warnings.filterwarnings(action, message, category, module, lineno)
+        record = _run_experiment(spec, context)
+    record["warnings"] = _distinct_warnings(caught)
+    return record
+
+
+def _user_filters() -> list[tuple[Any, ...]]:
+    """The warning filters that silence or raise (as ``filterwarnings`` arguments), in order."""
+    kept = []
+    for action, message, category, module, lineno in warnings.filters:
+        if action in ("ignore", "error"):
+            kept.append(
+                (
+                    action,
+                    "" if message is None else message.pattern,
+                    category,
+                    "" if module is None else module.pattern,
+                    lineno,
+                )
+            )
+    return kept
+
+
+def _distinct_warnings(caught: Sequence[warnings.WarningMessage]) -> list[dict[str, Any]]:
+    """One entry per distinct (category, message), in order of first occurrence."""
+    counts: OrderedDict[tuple[str, str], int] = OrderedDict()
+    for item in caught:
+        key = (item.category.__name__, str(item.message))
+        counts[key] = counts.get(key, 0) + 1
+    return [
+        {"category": category, "message": message, "count": count}
+        for (category, message), count in counts.items()
+    ]
+
+
+def warning_summary(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The warnings of several records, one entry per distinct (category, message): how many
+    experiments raised it (``experiments``), how often in all (``count``) and the first
+    experiment's key (``example``); most widespread first."""
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    for record in records:
+        for item in record.get("warnings", ()):
+            key = (item["category"], item["message"])
+            entry = merged.setdefault(
+                key, {**dict(zip(("category", "message"), key, strict=True)),
+                      "experiments": 0, "count": 0, "example": record.get("key")},
+            )  # fmt: skip
+            entry["experiments"] += 1
+            entry["count"] += int(item["count"])
+    return sorted(merged.values(), key=lambda e: -e["experiments"])
+
+
+def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[str, Any]:
     context = context or RunContext()
     limit_threads(context.threads)
     started = time.perf_counter()
