@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import re
 import sys
 import textwrap
@@ -541,6 +542,12 @@ def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:
         for name in names:
             table = TABLES[name]
             datasets = args.datasets or list(table.datasets)
+            if args.table == "all" and table.cases:
+                # a benchmark runs the requested datasets it cuts, if any
+                datasets = [d for d in datasets if d in set(table.datasets)]
+                if not datasets:
+                    print(f"[{name}] skipped: none of --datasets is among its datasets")
+                    continue
             try:
                 specs = table_specs(table, args.seeds, datasets, args.models)
             except ValueError as err:  # "all" with --models: tables without those models
@@ -631,6 +638,17 @@ def main(argv: list[str] | None = None, components: Components | None = None) ->
         components: dataset / model / method / shift providers
             (:class:`~adaptable.experiments.runner.Components`); tests pass small doubles.
     """
+    try:
+        return _main(argv, components)
+    except BrokenPipeError:
+        # The reader went away (``adaptable datasets | head``): stop quietly. Standard output
+        # is pointed at /dev/null so that the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _main(argv: list[str] | None, components: Components | None) -> int:
     components = components or Components()
     args = build_parser(components).parse_args(argv)
     _check(args, components)

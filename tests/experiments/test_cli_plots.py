@@ -292,3 +292,52 @@ def test_plot_says_up_front_how_many_experiments_it_runs(
     assert "plus 1 calibration pass(es)" in first
     assert (tmp_path / "label_distribution_toy_softmax_s0.png").is_file()
     assert (tmp_path / "reliability_toy_softmax_s0.png").is_file()
+
+
+def test_a_closed_pipe_ends_the_command_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``adaptable datasets | head -1``: the reader goes away, no traceback."""
+    sink = (tmp_path / "stdout").open("w")
+
+    class ClosedPipe:
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def fileno(self) -> int:
+            return sink.fileno()
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert cli.main(["datasets", "--data-dir", str(tmp_path)]) == 1
+    sink.close()
+
+
+def test_every_registered_task_is_a_known_dataset() -> None:
+    """`adaptable datasets` lists the benchmarks' domain cases, so run and reproduce take them."""
+    from adaptable.datasets.registry import GROUPS
+    from adaptable.experiments.runner import Components, unknown_names
+
+    tasks = [name for names in GROUPS.values() for name in names]
+    assert "heloc_delinquency" in tasks and "readmission_age" in tasks
+    assert unknown_names(Components(), dataset=tasks) == []
+    assert unknown_names(Components(), dataset=["heloc_delinquencyy"]) != []
+
+
+def test_reproduce_checks_a_benchmarks_datasets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["reproduce", "generality", "--datasets", "heloc_trades", "--no-run",
+            "--out", str(tmp_path), "--results", str(tmp_path / "r.jsonl")]  # fmt: skip
+    err = _usage_error(argv, capsys, cli.Components())
+    assert "Table 'generality' has no cases for dataset(s) ['heloc_trades']" in err
+    # with "all", each benchmark runs the requested datasets it cuts, and says when none
+    argv[1] = "all"
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "[generality] skipped: none of --datasets is among its datasets" in out
+    # heloc_trades is a development case (its domain split and its label shifts)
+    wanted = len(table_specs(TABLES["development"], [0, 1, 2], ["heloc_trades"]))
+    assert wanted > 0 and f"[development] {wanted} experiments (0 in the results store" in out

@@ -242,3 +242,15 @@ def test_risk_and_reach_figure_places_each_method_from_its_summary(
     # A table without summary lines, or a summary with no case, gets no figure.
     assert risk_and_reach_figure(summary, paper.TABLES["oracle"], tmp_path) is None
     assert risk_and_reach_figure(summary.iloc[:0], TABLE, tmp_path) is None
+
+
+def test_a_benchmark_rejects_datasets_it_does_not_cut() -> None:
+    with pytest.raises(ValueError, match=r"no cases for dataset\(s\) \['heloc_trades'\]"):
+        table_specs(TABLE, [0], ["heloc", "heloc_trades"])
+    only = table_specs(TABLE, [0], ["heloc_delinquency"], ["logreg"])
+    assert {(s.dataset, s.scenario) for s in only} == {("heloc_delinquency", "natural")}
+    # a table of every dataset x scenario keeps running any dataset it is given
+    main = paper.TABLES["main"]
+    assert {s.dataset for s in table_specs(main, [0], ["heloc_delinquency"], ["mlp"])} == {
+        "heloc_delinquency"
+    }

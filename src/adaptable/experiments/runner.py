@@ -85,9 +85,11 @@ def _apply_shift(name: str, dataset: Any, seed: int) -> Any:
 
 def _known_names(kind: str) -> list[str]:
     if kind == "dataset":
-        from adaptable.datasets.registry import ALIASES, TASKS
+        # every registered task (the paper's, then each benchmark's domain cases, as
+        # ``adaptable datasets`` lists them) and the aliases
+        from adaptable.datasets.registry import ALIASES, GROUPS
 
-        return [*TASKS, *ALIASES]
+        return list(dict.fromkeys([*(n for names in GROUPS.values() for n in names), *ALIASES]))
     if kind == "model":
         from adaptable import models
 

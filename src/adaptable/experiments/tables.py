@@ -60,8 +60,19 @@ def table_specs(
     """The experiments a table needs, grouped by source model (dataset, model, seed).
 
     ``models`` keeps only the rows of those source models (e.g. to leave out a slow one).
+
+    Raises:
+        ValueError: ``models`` names a model the table has no rows for, or ``datasets`` a
+            dataset a table of fixed cases (a benchmark) does not cut.
     """
     chosen = list(datasets) if datasets is not None else list(table.datasets)
+    if table.cases:
+        absent = [d for d in dict.fromkeys(chosen) if d not in set(table.datasets)]
+        if absent:
+            raise ValueError(
+                f"Table {table.name!r} has no cases for dataset(s) {absent}; "
+                f"its datasets are {list(table.datasets)}."
+            )
     table_models = list(dict.fromkeys(row.model for row in table.rows))
     if models is not None:
         unknown = sorted(set(models) - set(table_models))
