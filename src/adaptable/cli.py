@@ -432,6 +432,13 @@ def _table_names(table: str) -> list[str]:
     return [name for name in TABLES if name not in SEALED_TABLES]
 
 
+def _canonical(datasets: Sequence[str]) -> list[str]:
+    """Task names with TableShift's identifiers and short names resolved (``readmission``)."""
+    from adaptable.datasets.registry import ALIASES
+
+    return list(dict.fromkeys(ALIASES.get(d, d) for d in datasets))
+
+
 def _table_problems(args: argparse.Namespace) -> list[str]:
     from adaptable.experiments.paper import TABLES
     from adaptable.experiments.tables import table_specs
@@ -489,15 +496,20 @@ def _report_sweep(result: Any) -> None:
 
 
 def _report_warnings(result: Any) -> None:
-    """The warnings of the experiments run in this call, each once (the records keep them)."""
+    """The warnings of the experiments run in this call (not those reused), each once."""
+    ran = set(result.ran)
+    _print_warnings(r for r in result.records if r.get("key") in ran)
+
+
+def _print_warnings(records: Any) -> None:
+    """Each distinct warning of ``records`` once on stderr, with one experiment that raised it
+    and how many more did (the records keep every one, with counts)."""
     from adaptable.experiments.runner import warning_summary
 
-    ran = set(result.ran)
-    summary = warning_summary(r for r in result.records if r.get("key") in ran)
-    for entry in summary:
+    for entry in warning_summary(records):
         others = entry["experiments"] - 1
         where = f"{entry['example']}" + (f" and {others} more" if others else "")
-        print(f"warning ({where}): {entry['category']}: {entry['message']}")
+        print(f"warning ({where}): {entry['category']}: {entry['message']}", file=sys.stderr)
 
 
 def cmd_run(args: argparse.Namespace, components: Components) -> int:
@@ -542,9 +554,9 @@ def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:
         for name in names:
             table = TABLES[name]
             datasets = args.datasets or list(table.datasets)
-            if args.table == "all" and table.cases:
-                # a benchmark runs the requested datasets it cuts, if any
-                datasets = [d for d in datasets if d in set(table.datasets)]
+            if args.table == "all" and args.datasets:
+                # each table runs the requested datasets it holds, if any
+                datasets = [d for d in _canonical(datasets) if d in set(table.datasets)]
                 if not datasets:
                     print(f"[{name}] skipped: none of --datasets is among its datasets")
                     continue
@@ -615,6 +627,7 @@ def cmd_plot(args: argparse.Namespace, components: Components) -> int:
     )
     context, executor = _context_and_executor(args, components)
     written: dict[str, str] = {}
+    stored_before = set(store.completed())
     try:
         for dataset, model, seed in combos:
             drawn = make_figures(
@@ -625,6 +638,8 @@ def cmd_plot(args: argparse.Namespace, components: Components) -> int:
             written.update({f"{name} ({dataset}, {model}, {seed})": p for name, p in drawn.items()})
     finally:
         executor.close()
+    wanted = {spec.key for spec in specs} - stored_before
+    _print_warnings(r for r in store.records() if r.get("key") in wanted)
     for name, outcome in written.items():
         print(f"{name:45s} {outcome}")
     return 0 if all(str(p).endswith(".png") for p in written.values()) else 1
@@ -641,11 +656,28 @@ def main(argv: list[str] | None = None, components: Components | None = None) ->
     try:
         return _main(argv, components)
     except BrokenPipeError:
-        # The reader went away (``adaptable datasets | head``): stop quietly. Standard output
-        # is pointed at /dev/null so that the interpreter's final flush does not fail again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
+        # The reader of standard output went away (``adaptable datasets | head``): stop
+        # quietly. Any other broken pipe (a worker's, say) is a real error.
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _silence_stdout()
+            return 1
+        raise
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so that the interpreter's last flush at exit does
+    not fail on the closed pipe again; a stream without a file descriptor is left as it is."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, descriptor)
+    finally:
+        os.close(devnull)
 
 
 def _main(argv: list[str] | None, components: Components | None) -> int:

@@ -76,14 +76,21 @@ def test_run_reports_each_warning_once_with_the_experiments_that_raised_it(
             "--seeds", "0", "1", "--results", str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip
     assert cli.main(argv, components=TOY) == 0
     captured = capsys.readouterr()
-    lines = [line for line in captured.out.splitlines() if line.startswith("warning (")]
-    # both toy methods predict through ToySource: four experiments, one line
-    assert lines == [
+    # both toy methods predict through ToySource: four experiments, one line, on stderr
+    assert captured.err.splitlines() == [
         "warning (toy|natural|softmax|source|seed=0 and 3 more): UserWarning: the stream looks odd"
     ]
-    assert "the stream looks odd" not in captured.err
+    assert "the stream looks odd" not in captured.out
     assert cli.main(argv, components=TOY) == 0  # everything reused: nothing new to report
-    assert "warning (" not in capsys.readouterr().out
+    assert "warning (" not in capsys.readouterr().err
+    # adaptable plot reports the warnings of the experiments it ran, the same way
+    argv = ["plot", "label_distribution", "--datasets", "toy", "--models", "softmax",
+            "--method", "prior", "--out", str(tmp_path / "f"), "--results",
+            str(tmp_path / "p.jsonl"), "--no-progress"]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "warning (toy|natural|softmax|source|seed=0 and 1 more): UserWarning: the stream looks odd"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -294,25 +301,45 @@ def test_plot_says_up_front_how_many_experiments_it_runs(
     assert (tmp_path / "reliability_toy_softmax_s0.png").is_file()
 
 
+class _ClosedPipe:
+    """Standard output whose reader went away; ``descriptor`` None: no file descriptor."""
+
+    def __init__(self, descriptor: int | None) -> None:
+        self.descriptor = descriptor
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def fileno(self) -> int:
+        if self.descriptor is None:
+            raise OSError("no file descriptor")
+        return self.descriptor
+
+
 def test_a_closed_pipe_ends_the_command_quietly(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``adaptable datasets | head -1``: the reader goes away, no traceback."""
-    sink = (tmp_path / "stdout").open("w")
+    with (tmp_path / "stdout").open("w") as sink:
+        monkeypatch.setattr(sys, "stdout", _ClosedPipe(sink.fileno()))
+        assert cli.main(["datasets", "--data-dir", str(tmp_path)]) == 1
+        monkeypatch.setattr(sys, "stdout", _ClosedPipe(None))  # e.g. a notebook's stream
+        assert cli.main(["datasets", "--data-dir", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == ""
 
-    class ClosedPipe:
-        def write(self, text: str) -> int:
-            raise BrokenPipeError(32, "Broken pipe")
 
-        def flush(self) -> None:
-            raise BrokenPipeError(32, "Broken pipe")
+def test_a_broken_pipe_that_is_not_standard_outputs_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*args: object) -> int:
+        raise BrokenPipeError(32, "a worker's pipe")
 
-        def fileno(self) -> int:
-            return sink.fileno()
-
-    monkeypatch.setattr(sys, "stdout", ClosedPipe())
-    assert cli.main(["datasets", "--data-dir", str(tmp_path)]) == 1
-    sink.close()
+    monkeypatch.setattr(cli, "_main", broken)
+    with pytest.raises(BrokenPipeError, match="a worker's pipe"):
+        cli.main(["datasets"])
 
 
 def test_every_registered_task_is_a_known_dataset() -> None:
@@ -333,11 +360,12 @@ def test_reproduce_checks_a_benchmarks_datasets(
             "--out", str(tmp_path), "--results", str(tmp_path / "r.jsonl")]  # fmt: skip
     err = _usage_error(argv, capsys, cli.Components())
     assert "Table 'generality' has no cases for dataset(s) ['heloc_trades']" in err
-    # with "all", each benchmark runs the requested datasets it cuts, and says when none
+    # with "all", each table runs the requested datasets it holds, and says when none
     argv[1] = "all"
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
-    assert "[generality] skipped: none of --datasets is among its datasets" in out
+    for table in ("main", "corruptions", "generality", "holdout"):
+        assert f"[{table}] skipped: none of --datasets is among its datasets" in out
     # heloc_trades is a development case (its domain split and its label shifts)
     wanted = len(table_specs(TABLES["development"], [0, 1, 2], ["heloc_trades"]))
     assert wanted > 0 and f"[development] {wanted} experiments (0 in the results store" in out

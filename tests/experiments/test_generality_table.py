@@ -238,6 +238,11 @@ def test_risk_and_reach_figure_places_each_method_from_its_summary(
     colours = [tuple(c.get_facecolor()[0]) for c in ax.collections[1:]]
     alone = plot_risk_and_reach({"AdapTable": (1.0, 1.0)}, style_order=("AdapTable", "EM"))
     assert tuple(alone.axes[0].collections[0].get_facecolor()[0]) == colours[1] != colours[0]
+    # A method that never loses stays in view, and the goal's corner reaches the top.
+    bottom, top = (
+        plot_risk_and_reach({"never loses": (0.9, 3.0)}, goal=(0.9, -1.0)).axes[0].get_ylim()
+    )
+    assert bottom < 0.0 < 3.0 < top
     summary = summarize(frame, TABLE)
     # A table without summary lines, or a summary with no case, gets no figure.
     assert risk_and_reach_figure(summary, paper.TABLES["oracle"], tmp_path) is None

@@ -246,6 +246,42 @@ def test_an_experiments_warnings_are_kept_in_its_record_not_printed(
         warnings.filterwarnings("error", category=RuntimeWarning)
         with pytest.raises(RuntimeWarning, match="only once"):
             run_experiment(specs[0], CONTEXT)
+    # Each filter keeps its place: a "default" above an "ignore" still shows its warnings
+    # (every time, counted), and an "error" above an "ignore" still raises.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.filterwarnings("default", category=RuntimeWarning)
+        record = run_experiment(specs[0], CONTEXT)
+    assert record["warnings"] == [
+        {"category": "RuntimeWarning", "message": "only once", "count": 1}
+    ]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning)
+        warnings.filterwarnings("error", "a warning from", UserWarning)
+        with pytest.raises(UserWarning, match="a warning from inside"):
+            run_experiment(specs[0], CONTEXT)
+
+
+def test_a_failed_experiment_reports_the_warnings_before_its_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import warnings
+
+    from adaptable.experiments.runner import _run_task
+
+    def warns_then_fails(self, X_batch, oracle_labels=None):
+        warnings.warn("most categories unseen", UserWarning, stacklevel=1)
+        raise ValueError("cannot go on")
+
+    monkeypatch.setattr(testing.ToySource, "predict_proba", warns_then_fails)
+    outcome = _run_task(ExperimentSpec("toy", "natural", "softmax", "source", 0), CONTEXT)
+    assert outcome["failed"]
+    assert outcome["error"] == (
+        "ValueError: cannot go on (warned before: UserWarning: most categories unseen)"
+    )
+    assert outcome["warnings"] == [
+        {"category": "UserWarning", "message": "most categories unseen", "count": 1}
+    ]
 
 
 DEVICES_SEEN: list[str] = []

@@ -308,25 +308,26 @@ def plot_risk_and_reach(
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(10.0, 4.6))
+    shown = {m: (share, worst) for m, (share, worst) in points.items()
+             if not (math.isnan(share) or math.isnan(worst))}  # fmt: skip
+    worst_cases = [max(worst, floor) for _, worst in shown.values()]
+    # 0 always in view, and a method that never loses (worst case above 0) too
+    bottom, top = min([0.0, *worst_cases]) - 1.0, max([0.0, *worst_cases]) + 1.0
     if goal is not None:
         reach, worst = goal
-        ax.fill_between([100 * reach, 100.0], worst, 1.0, color="tab:green", alpha=0.12,
+        ax.fill_between([100 * reach, 100.0], worst, top, color="tab:green", alpha=0.12,
                         label=f"goal: within {tolerance:g} of the bar in >= {100 * reach:.0f} % "
                         f"of cases, worst >= {worst:+.2f}")  # fmt: skip
-    lowest = 0.0
     order = list(style_order) + [m for m in points if m not in style_order]
-    for method, (share, worst) in points.items():
-        if math.isnan(share) or math.isnan(worst):
-            continue
+    for method, (share, worst) in shown.items():
         i = order.index(method)
         clipped = " (below the axis)" if worst < floor else ""
         ax.scatter(100 * share, max(worst, floor), s=48, marker=_MARKERS[i % len(_MARKERS)],
                    color=f"C{i % 10}", zorder=3,
                    label=f"{method}: {100 * share:.0f} %, worst {worst:+.2f}{clipped}")  # fmt: skip
-        lowest = min(lowest, max(worst, floor))
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xlim(0.0, 100.0)
-    ax.set_ylim(lowest - 1.0, 1.0)
+    ax.set_ylim(bottom, top)
     ax.set(xlabel=f"cases within {tolerance:g} points of max({reference}, {simple_rule}) (%)",
            ylabel=f"worst case vs {reference} (points)", title=title)  # fmt: skip
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)

@@ -310,35 +310,38 @@ def run_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> d
     distinct (``category``, ``message``), with ``count`` (how many times it was raised). A
     sweep of thousands of experiments would otherwise print the same few warnings from every
     worker; :func:`warning_summary` gathers them across records. Filters that ignore or turn a
-    warning into an error still apply.
+    warning into an error still apply (in a worker process: those it was started with, e.g.
+    from ``PYTHONWARNINGS``). An experiment that raises carries its warnings on the exception
+    (``experiment_warnings``), and a sweep's failure report quotes them.
     """
     with warnings.catch_warnings(record=True) as caught:
-        # Every occurrence reaches ``caught`` (the "once per location" default would hide a
-        # warning from all but the first experiment of a worker); "ignore" and "error" filters
-        # set before the call keep their effect.
-        warnings.filterwarnings("always")
-        for action, message, category, module, lineno in reversed(_user_filters()):
-            warnings.filterwarnings(action, message, category, module, lineno)
-        record = _run_experiment(spec, context)
+        _record_every_warning()
+        try:
+            record = _run_experiment(spec, context)
+        except Exception as err:
+            # kept for the failure report: a warning often explains the error that followed
+            err.experiment_warnings = _distinct_warnings(caught)  # type: ignore[attr-defined]
+            raise
     record["warnings"] = _distinct_warnings(caught)
     return record
 
 
-def _user_filters() -> list[tuple[Any, ...]]:
-    """The warning filters that silence or raise (as ``filterwarnings`` arguments), in order."""
-    kept = []
-    for action, message, category, module, lineno in warnings.filters:
-        if action in ("ignore", "error"):
-            kept.append(
-                (
-                    action,
-                    "" if message is None else message.pattern,
-                    category,
-                    "" if module is None else module.pattern,
-                    lineno,
-                )
-            )
-    return kept
+#: actions that show a warning only once (per location, module or process)
+_ONCE_ACTIONS = ("default", "module", "once")
+
+
+def _record_every_warning() -> None:
+    """Inside ``catch_warnings``: every filter as it was, in its place, except that the actions
+    that show a warning once show it every time; and "always" below them all.
+
+    A worker runs many experiments, and "once per location" would hide a warning from all but
+    its first; "ignore" and "error" filters, wherever they sit, keep their effect.
+    """
+    warnings.filters[:] = [
+        ("always" if action in _ONCE_ACTIONS else action, *rest)
+        for action, *rest in warnings.filters
+    ]
+    warnings.simplefilter("always", append=True)  # also tells the registries the filters moved
 
 
 def _distinct_warnings(caught: Sequence[warnings.WarningMessage]) -> list[dict[str, Any]]:
@@ -464,10 +467,15 @@ def _run_task(spec: ExperimentSpec, context: RunContext) -> dict[str, Any]:
     try:
         return run_experiment(spec, context)
     except Exception as err:  # noqa: BLE001 - one failing experiment must not end a sweep
+        error = f"{type(err).__name__}: {err}"
+        before = getattr(err, "experiment_warnings", [])
+        if before:
+            error += f" (warned before: {before[0]['category']}: {before[0]['message']})"
         return {
             "failed": True,
             "key": spec.key,
-            "error": f"{type(err).__name__}: {err}",
+            "error": error,
+            "warnings": before,
             "traceback": traceback.format_exc(limit=8),
         }
 
@@ -517,7 +525,9 @@ def run_sweep(
         context: components and locations shared by all experiments.
         executor: a :class:`~adaptable.experiments.executors.LocalExecutor` (default, one
             worker) or :class:`~adaptable.experiments.executors.RayExecutor`.
-        progress: show tqdm progress bars on stderr (warnings are printed above them).
+        progress: show tqdm progress bars on stderr (warnings of the sweep itself, e.g. while
+            a source model trains, are printed above them; those of the experiments are kept
+            in their records: :func:`warning_summary`).
         on_record: called with each new record (e.g. to print a line).
     """
     from adaptable.experiments.executors import LocalExecutor
