@@ -355,6 +355,9 @@ def _check(args: argparse.Namespace, components: Components) -> None:
         problems.append(f"--data-dir {args.data_dir!r} is not a folder")
     if getattr(args, "executor", None) == "ray" and importlib.util.find_spec("ray") is None:
         problems.append("--executor ray needs the ray package: pip install 'adaptable-tta[ray]'")
+    if getattr(args, "datasets", None):
+        # TableShift's identifiers and short names run, and are stored, as the task they name
+        args.datasets = _canonical(args.datasets)
     if args.command == "run":
         methods: list[tuple[str, dict[str, Any]]] = []
         for text in args.methods:
@@ -450,6 +453,10 @@ def _table_problems(args: argparse.Namespace) -> list[str]:
         except ValueError as err:
             if args.table != "all":  # with "all", --models picks the tables that have them
                 problems.append(str(err))
+    if args.table == "all" and args.datasets:
+        held = {d for name in _table_names("all") for d in TABLES[name].datasets}
+        if not held & set(args.datasets):
+            problems.append(f"no table holds dataset(s) {args.datasets}")
     return problems
 
 
@@ -556,7 +563,7 @@ def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:
             datasets = args.datasets or list(table.datasets)
             if args.table == "all" and args.datasets:
                 # each table runs the requested datasets it holds, if any
-                datasets = [d for d in _canonical(datasets) if d in set(table.datasets)]
+                datasets = [d for d in datasets if d in set(table.datasets)]
                 if not datasets:
                     print(f"[{name}] skipped: none of --datasets is among its datasets")
                     continue
@@ -639,7 +646,7 @@ def cmd_plot(args: argparse.Namespace, components: Components) -> int:
     finally:
         executor.close()
     wanted = {spec.key for spec in specs} - stored_before
-    _print_warnings(r for r in store.records() if r.get("key") in wanted)
+    _print_warnings(r for key, r in store.completed().items() if key in wanted)
     for name, outcome in written.items():
         print(f"{name:45s} {outcome}")
     return 0 if all(str(p).endswith(".png") for p in written.values()) else 1
@@ -654,16 +661,30 @@ def main(argv: list[str] | None = None, components: Components | None = None) ->
             (:class:`~adaptable.experiments.runner.Components`); tests pass small doubles.
     """
     try:
-        return _main(argv, components)
+        code = _main(argv, components)
+        sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+        return code
     except BrokenPipeError:
         # The reader of standard output went away (``adaptable datasets | head``): stop
         # quietly. Any other broken pipe (a worker's, say) is a real error.
-        try:
-            sys.stdout.flush()
-        except BrokenPipeError:
-            _silence_stdout()
-            return 1
-        raise
+        if not _stdout_reader_gone():
+            raise
+        _silence_stdout()
+        return 1
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it (poll reports an error on
+    its descriptor; a failed write does not leave that in the stream, which drops its buffer).
+    Where that cannot be asked (no descriptor, no poll), assume it was."""
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), 0)  # no events asked: errors are always reported
+        return any(event & (select.POLLERR | select.POLLHUP) for _, event in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        return True
 
 
 def _silence_stdout() -> None:

@@ -301,45 +301,37 @@ def test_plot_says_up_front_how_many_experiments_it_runs(
     assert (tmp_path / "reliability_toy_softmax_s0.png").is_file()
 
 
-class _ClosedPipe:
-    """Standard output whose reader went away; ``descriptor`` None: no file descriptor."""
-
-    def __init__(self, descriptor: int | None) -> None:
-        self.descriptor = descriptor
-
-    def write(self, text: str) -> int:
-        raise BrokenPipeError(32, "Broken pipe")
-
-    def flush(self) -> None:
-        raise BrokenPipeError(32, "Broken pipe")
-
-    def fileno(self) -> int:
-        if self.descriptor is None:
-            raise OSError("no file descriptor")
-        return self.descriptor
-
-
 def test_a_closed_pipe_ends_the_command_quietly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``adaptable datasets | head -1``: the reader goes away, no traceback."""
-    with (tmp_path / "stdout").open("w") as sink:
-        monkeypatch.setattr(sys, "stdout", _ClosedPipe(sink.fileno()))
+    import io
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line
+    with open(write_end, "w", buffering=1) as pipe:  # line by line, as a terminal would
+        monkeypatch.setattr(sys, "stdout", pipe)
         assert cli.main(["datasets", "--data-dir", str(tmp_path)]) == 1
-        monkeypatch.setattr(sys, "stdout", _ClosedPipe(None))  # e.g. a notebook's stream
-        assert cli.main(["datasets", "--data-dir", str(tmp_path)]) == 1
+        # a stream without a descriptor (a notebook's): cannot be asked, taken as the reader gone
+        monkeypatch.setattr(sys, "stdout", io.StringIO())
+        monkeypatch.setattr(cli, "_main", _raise_broken_pipe)
+        assert cli.main(["datasets"]) == 1
     assert capsys.readouterr().err == ""
 
 
-def test_a_broken_pipe_that_is_not_standard_outputs_is_an_error(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    def broken(*args: object) -> int:
-        raise BrokenPipeError(32, "a worker's pipe")
+def _raise_broken_pipe(*args: object) -> int:
+    raise BrokenPipeError(32, "a worker's pipe")
 
-    monkeypatch.setattr(cli, "_main", broken)
-    with pytest.raises(BrokenPipeError, match="a worker's pipe"):
-        cli.main(["datasets"])
+
+def test_a_broken_pipe_that_is_not_standard_outputs_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli, "_main", _raise_broken_pipe)
+    with (tmp_path / "stdout").open("w") as healthy:
+        monkeypatch.setattr(sys, "stdout", healthy)
+        with pytest.raises(BrokenPipeError, match="a worker's pipe"):
+            cli.main(["datasets"])
 
 
 def test_every_registered_task_is_a_known_dataset() -> None:
@@ -351,6 +343,20 @@ def test_every_registered_task_is_a_known_dataset() -> None:
     assert "heloc_delinquency" in tasks and "readmission_age" in tasks
     assert unknown_names(Components(), dataset=tasks) == []
     assert unknown_names(Components(), dataset=["heloc_delinquencyy"]) != []
+
+
+def test_an_alias_runs_as_the_task_it_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["reproduce", "generality", "--datasets", "readmission", "--models", "logreg",
+            "--seeds", "0", "--no-run", "--out", str(tmp_path), "--results",
+            str(tmp_path / "r.jsonl")]  # fmt: skip
+    assert cli.main(argv) == 0
+    assert "[generality] 40 experiments" in capsys.readouterr().out  # 4 shifts x 10 columns
+    parser = cli.build_parser(cli.Components())
+    args = parser.parse_args(["run", "--datasets", "readmission", "heloc", "anes"])
+    cli._check(args, cli.Components())
+    assert args.datasets == ["hospital_readmission", "heloc", "voting"]
 
 
 def test_reproduce_checks_a_benchmarks_datasets(
@@ -366,6 +372,11 @@ def test_reproduce_checks_a_benchmarks_datasets(
     out = capsys.readouterr().out
     for table in ("main", "corruptions", "generality", "holdout"):
         assert f"[{table}] skipped: none of --datasets is among its datasets" in out
+    # a dataset no table holds is a usage error, not a run that does nothing
+    argv[argv.index("heloc_trades")] = "readmission_age"  # a reserve case
+    argv[1] = "all"
+    err = _usage_error(argv, capsys, cli.Components())
+    assert "no table holds dataset(s) ['readmission_age']" in err
     # heloc_trades is a development case (its domain split and its label shifts)
     wanted = len(table_specs(TABLES["development"], [0, 1, 2], ["heloc_trades"]))
     assert wanted > 0 and f"[development] {wanted} experiments (0 in the results store" in out

@@ -345,3 +345,24 @@ def test_adaptable_gets_the_experiment_seed_so_reruns_are_identical() -> None:
     assert [m.random_state for m in created] == [1, 1]
     assert first["metrics"] == second["metrics"]
     assert first["traces"]["predicted"] == second["traces"]["predicted"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _FrozenError(Exception):
+    """An exception that takes no new attribute."""
+
+    detail: str
+
+
+def test_an_exception_that_takes_no_attribute_is_still_the_reported_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from adaptable.experiments.runner import _run_task
+
+    def fails(self, X_batch, oracle_labels=None):
+        raise _FrozenError("the real cause")
+
+    monkeypatch.setattr(testing.ToySource, "predict_proba", fails)
+    outcome = _run_task(ExperimentSpec("toy", "natural", "softmax", "source", 0), CONTEXT)
+    assert outcome["error"].startswith("_FrozenError: ")
+    assert "the real cause" in outcome["error"] and outcome["warnings"] == []

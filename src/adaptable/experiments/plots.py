@@ -312,7 +312,8 @@ def plot_risk_and_reach(
              if not (math.isnan(share) or math.isnan(worst))}  # fmt: skip
     worst_cases = [max(worst, floor) for _, worst in shown.values()]
     # 0 always in view, and a method that never loses (worst case above 0) too
-    bottom, top = min([0.0, *worst_cases]) - 1.0, max([0.0, *worst_cases]) + 1.0
+    edges = [0.0, *worst_cases, *([] if goal is None else [goal[1]])]
+    bottom, top = min(edges) - 1.0, max(edges) + 1.0
     if goal is not None:
         reach, worst = goal
         ax.fill_between([100 * reach, 100.0], worst, top, color="tab:green", alpha=0.12,

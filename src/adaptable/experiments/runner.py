@@ -12,6 +12,7 @@ are imported only when an experiment runs.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import platform
@@ -320,7 +321,8 @@ def run_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> d
             record = _run_experiment(spec, context)
         except Exception as err:
             # kept for the failure report: a warning often explains the error that followed
-            err.experiment_warnings = _distinct_warnings(caught)  # type: ignore[attr-defined]
+            with contextlib.suppress(Exception):  # an exception that takes no attribute
+                err.experiment_warnings = _distinct_warnings(caught)  # type: ignore[attr-defined]
             raise
     record["warnings"] = _distinct_warnings(caught)
     return record
@@ -337,10 +339,13 @@ def _record_every_warning() -> None:
     A worker runs many experiments, and "once per location" would hide a warning from all but
     its first; "ignore" and "error" filters, wherever they sit, keep their effect.
     """
-    warnings.filters[:] = [
-        ("always" if action in _ONCE_ACTIONS else action, *rest)
-        for action, *rest in warnings.filters
-    ]
+    if not getattr(sys.flags, "context_aware_warnings", False):
+        # Python 3.14's context-aware warnings give catch_warnings a copy of its own that this
+        # list is not; there only the "always" below is added.
+        warnings.filters[:] = [
+            ("always" if action in _ONCE_ACTIONS else action, *rest)
+            for action, *rest in warnings.filters
+        ]
     warnings.simplefilter("always", append=True)  # also tells the registries the filters moved
 
 
