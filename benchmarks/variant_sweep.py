@@ -21,7 +21,7 @@ import time
 
 from adaptable.experiments.executors import LocalExecutor
 from adaptable.experiments.paper import TABLES
-from adaptable.experiments.runner import RunContext, run_sweep, warning_summary
+from adaptable.experiments.runner import RunContext, run_sweep, warning_lines
 from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import ResultStore
 from adaptable.experiments.tables import table_specs
@@ -71,9 +71,8 @@ def main() -> None:
         f"{len(result.failures)} failed, {time.perf_counter() - started:.0f} s"
     )
     ran = set(result.ran)
-    for entry in warning_summary(r for r in result.records if r["key"] in ran):
-        print(f"warning ({entry['example']} and {entry['experiments'] - 1} more): "
-              f"{entry['category']}: {entry['message']}", file=sys.stderr)  # fmt: skip
+    for line in warning_lines(r for r in result.records if r["key"] in ran):
+        print(line, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -437,9 +437,9 @@ def _table_names(table: str) -> list[str]:
 
 def _canonical(datasets: Sequence[str]) -> list[str]:
     """Task names with TableShift's identifiers and short names resolved (``readmission``)."""
-    from adaptable.datasets.registry import ALIASES
+    from adaptable.datasets.registry import canonical
 
-    return list(dict.fromkeys(ALIASES.get(d, d) for d in datasets))
+    return list(dict.fromkeys(canonical(d) for d in datasets))
 
 
 def _table_problems(args: argparse.Namespace) -> list[str]:
@@ -511,12 +511,10 @@ def _report_warnings(result: Any) -> None:
 def _print_warnings(records: Any) -> None:
     """Each distinct warning of ``records`` once on stderr, with one experiment that raised it
     and how many more did (the records keep every one, with counts)."""
-    from adaptable.experiments.runner import warning_summary
+    from adaptable.experiments.runner import warning_lines
 
-    for entry in warning_summary(records):
-        others = entry["experiments"] - 1
-        where = f"{entry['example']}" + (f" and {others} more" if others else "")
-        print(f"warning ({where}): {entry['category']}: {entry['message']}", file=sys.stderr)
+    for line in warning_lines(records):
+        print(line, file=sys.stderr)
 
 
 def cmd_run(args: argparse.Namespace, components: Components) -> int:

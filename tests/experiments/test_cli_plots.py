@@ -345,6 +345,18 @@ def test_every_registered_task_is_a_known_dataset() -> None:
     assert unknown_names(Components(), dataset=["heloc_delinquencyy"]) != []
 
 
+def test_a_task_added_with_register_is_listed_and_known(monkeypatch: pytest.MonkeyPatch) -> None:
+    from adaptable.datasets import registry
+    from adaptable.experiments.runner import Components, unknown_names
+
+    monkeypatch.setitem(registry._FACTORIES, "my_task", lambda: registry._info("heloc"))
+    assert registry.names()[-1] == "my_task"
+    assert registry.available()["my_task"]["group"] == "registered"
+    assert unknown_names(Components(), dataset=["my_task", "readmission"]) == []
+    assert registry.canonical("readmission") == "hospital_readmission"
+    assert registry.canonical("my_task") == "my_task"
+
+
 def test_an_alias_runs_as_the_task_it_names(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

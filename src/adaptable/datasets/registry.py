@@ -135,7 +135,7 @@ SEALED_TASKS = GROUPS["sealed"]
 #: the reserve benchmark's cases: a sixth set of split columns, fixed on 2026-11-25 with only
 #: the unadapted model run on them, for judging the next design
 RESERVE_TASKS = GROUPS["reserve"]
-_FACTORIES.update({name: _domain_case(name) for names in _CASE_GROUPS.values() for name in names})
+_FACTORIES.update({name: _domain_case(name) for tasks in _CASE_GROUPS.values() for name in tasks})
 
 
 def register(name: str, factory: Callable[[], TaskInfo]) -> None:
@@ -143,8 +143,22 @@ def register(name: str, factory: Callable[[], TaskInfo]) -> None:
     _FACTORIES[name] = factory
 
 
+def canonical(name: str) -> str:
+    """The task a name stands for: TableShift's identifiers and short names resolved
+    (``canonical("readmission") == "hospital_readmission"``); other names as they are."""
+    return ALIASES.get(name, name)
+
+
+def names() -> list[str]:
+    """Every task ``load`` accepts under its own name, in the order ``available()`` lists them:
+    the paper's six, each benchmark's domain cases, then any added with :func:`register`."""
+    listed = [name for group in GROUPS.values() for name in group]
+    grouped = set(listed)
+    return listed + [name for name in _FACTORIES if name not in grouped]
+
+
 def _info(name: str) -> TaskInfo:
-    key = ALIASES.get(name, name)
+    key = canonical(name)
     if key not in _FACTORIES:
         raise KeyError(f"Unknown task {name!r}. Known tasks: {', '.join(sorted(_FACTORIES))}.")
     return _FACTORIES[key]()
@@ -187,11 +201,10 @@ def available(data_dir: str | os.PathLike[str] | None = None) -> dict[str, dict[
         True
     """
     root = resolve_data_dir(data_dir)
-    out: dict[str, dict[str, object]] = {}
-    for group, names in GROUPS.items():
-        for name in names:
-            out[name] = _status(name, root) | {"group": group}
-    return out
+    group_of = {name: group for group, tasks in GROUPS.items() for name in tasks}
+    return {
+        name: _status(name, root) | {"group": group_of.get(name, "registered")} for name in names()
+    }
 
 
 def _status(name: str, root: Path) -> dict[str, object]:

@@ -21,7 +21,7 @@ import sys
 import time
 import traceback
 import warnings
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -48,10 +48,10 @@ def _load_dataset(name: str, data_dir: str | None) -> Any:
 
 def _dataset_status(name: str, data_dir: str | None) -> str | None:
     from adaptable import datasets
-    from adaptable.datasets.registry import ALIASES
+    from adaptable.datasets.registry import canonical
 
     status = datasets.available(data_dir)
-    info = status.get(ALIASES.get(name, name))
+    info = status.get(canonical(name))
     if info is None:
         return f"unknown dataset {name!r}; known: {', '.join(status)}"
     return None if info.get("present") else str(info.get("reason", "raw file absent"))
@@ -86,11 +86,10 @@ def _apply_shift(name: str, dataset: Any, seed: int) -> Any:
 
 def _known_names(kind: str) -> list[str]:
     if kind == "dataset":
-        # every registered task (the paper's, then each benchmark's domain cases, as
-        # ``adaptable datasets`` lists them) and the aliases
-        from adaptable.datasets.registry import ALIASES, GROUPS
+        # every task ``adaptable datasets`` lists, and the aliases
+        from adaptable.datasets.registry import ALIASES, names
 
-        return list(dict.fromkeys([*(n for names in GROUPS.values() for n in names), *ALIASES]))
+        return [*names(), *ALIASES]
     if kind == "model":
         from adaptable import models
 
@@ -351,10 +350,7 @@ def _record_every_warning() -> None:
 
 def _distinct_warnings(caught: Sequence[warnings.WarningMessage]) -> list[dict[str, Any]]:
     """One entry per distinct (category, message), in order of first occurrence."""
-    counts: OrderedDict[tuple[str, str], int] = OrderedDict()
-    for item in caught:
-        key = (item.category.__name__, str(item.message))
-        counts[key] = counts.get(key, 0) + 1
+    counts = Counter((item.category.__name__, str(item.message)) for item in caught)
     return [
         {"category": category, "message": message, "count": count}
         for (category, message), count in counts.items()
@@ -376,6 +372,17 @@ def warning_summary(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
             entry["experiments"] += 1
             entry["count"] += int(item["count"])
     return sorted(merged.values(), key=lambda e: -e["experiments"])
+
+
+def warning_lines(records: Iterable[Mapping[str, Any]]) -> list[str]:
+    """:func:`warning_summary` as one line per distinct warning, e.g. ``warning (KEY and 3
+    more): UserWarning: ...``: what the CLI and the sweep scripts print after a sweep."""
+    lines = []
+    for entry in warning_summary(records):
+        others = entry["experiments"] - 1
+        where = f"{entry['example']}" + (f" and {others} more" if others else "")
+        lines.append(f"warning ({where}): {entry['category']}: {entry['message']}")
+    return lines
 
 
 def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[str, Any]:
