@@ -378,6 +378,13 @@ def _check(args: argparse.Namespace, components: Components) -> None:
         unknown = [f for f in dict.fromkeys(args.figures) if f not in FIGURES]
         problems += [f"unknown figure {f!r}; choose from {', '.join(FIGURES)}" for f in unknown]
         problems += _unknown(components, args.datasets, args.models, [], [(args.method, {})])
+    if not problems and hasattr(args, "results"):  # last: it may create the store's folder
+        from adaptable.experiments.store import ResultsPathError, check_results_path
+
+        try:
+            check_results_path(args.results, write=not getattr(args, "no_run", False), say=print)
+        except ResultsPathError as err:
+            problems.append(str(err))
     if problems:
         unique = list(dict.fromkeys(problems))
         message = unique[0] if len(unique) == 1 else "\n  - ".join(["", *unique]).lstrip("\n")

@@ -7,6 +7,11 @@ the next append adds the newline instead. Every line is checked against :class:`
 read; a line that fails (no ``spec``, a key that does not match its spec, no ``metrics``) is
 skipped with a warning and so does not count as finished work.
 
+A file is a results store when it is empty or its first line is a JSON object with a ``key``
+(a lone unfinished first line is a record torn by a killed writer). Any other file is refused,
+by :func:`check_results_path` before a sweep starts and by :meth:`ResultStore.append`, and is
+never modified.
+
 >>> import tempfile
 >>> spec = ExperimentSpec("heloc", "natural", "mlp", "source", 0)
 >>> store = ResultStore(Path(tempfile.mkdtemp()) / "results.jsonl")
@@ -19,8 +24,9 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +41,10 @@ except ImportError:  # pragma: no cover - Windows
 
 class RecordError(ValueError):
     """A results-store record lacks a field the readers rely on, or holds a wrong one."""
+
+
+class ResultsPathError(ValueError):
+    """A results path that cannot serve as a results store (a folder, a foreign file...)."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +147,8 @@ class ResultStore:
     def append(self, record: dict[str, Any]) -> None:
         """Append one record as one line, durably.
 
-        The record is checked against :class:`RecordSchema` first (``RecordError`` otherwise).
+        The record is checked against :class:`RecordSchema` first (``RecordError`` otherwise);
+        a file that is not a results store raises :class:`ResultsPathError`, untouched.
         The line is written with a single ``write`` on a file opened for appending, under an
         exclusive lock, then flushed to disk; a torn line left by an earlier crash is cut off
         first, and a complete last line without a newline gets its newline.
@@ -149,12 +160,147 @@ class ResultStore:
         try:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX)
+            problem = _foreign_content(fd)
+            if problem is not None:
+                raise ResultsPathError(f"{self.path} is not a results store: {problem}")
             os.write(fd, _repair_tail(fd) + line)
             os.fsync(fd)
         finally:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+
+def check_results_path(
+    path: str | os.PathLike[str],
+    *,
+    write: bool = True,
+    say: Callable[[str], object] | None = None,
+) -> Path:
+    """Check, before any work, that ``path`` can serve as a results store.
+
+    Accepted: an existing results store (see the module docstring), or a file that does not
+    exist yet. With ``write`` (a sweep that appends), the store must be writable: an existing
+    file is opened for appending (nothing is written), a new one's folder is tested by creating
+    and removing a temporary file in it, and missing folders are created now, with one line to
+    ``say`` naming them. Without ``write`` (reading only), nothing is created and a missing file
+    is simply an empty store.
+
+    Args:
+        path: the ``--results`` value.
+        write: whether the caller will append to the store.
+        say: receives the one line naming the folders created (e.g. ``print``).
+
+    Returns:
+        the path, as a :class:`~pathlib.Path`.
+
+    Raises:
+        ResultsPathError: an empty path, a folder or other non-file, an existing file that is
+            not a results store, a path under a regular file, or (``write``) a file or folder
+            that cannot be written; the message names the path and the problem.
+
+    Example:
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> check_results_path(folder / "runs" / "results.jsonl", say=print).name  # doctest: +ELLIPSIS
+        created folder ... for the results store
+        'results.jsonl'
+        >>> check_results_path(folder)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        adaptable.experiments.store.ResultsPathError: results store ...: is a folder, not a file; ...
+    """
+    if not str(path).strip():
+        raise ResultsPathError("the results store path is empty; name a .jsonl file")
+    path = Path(path)
+
+    def refuse(problem: str) -> ResultsPathError:
+        return ResultsPathError(f"results store {str(path)!r}: {problem}")
+
+    if path.exists():
+        if path.is_dir():
+            raise refuse("is a folder, not a file; name a .jsonl file inside it")
+        if not path.is_file():
+            raise refuse("is not a regular file")
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND if write else os.O_RDONLY)
+        except OSError as err:
+            raise refuse(f"cannot be {'written' if write else 'read'} ({err.strerror})") from err
+        try:
+            problem = _foreign_content(fd)
+        finally:
+            os.close(fd)
+        if problem is not None:
+            raise refuse(f"is not a results store ({problem}); it is left as it is")
+        return path
+    folder = path.parent
+    missing: list[Path] = []
+    while not folder.exists():
+        if folder.is_symlink():
+            raise refuse(f"{str(folder)!r} is a broken link")
+        missing.append(folder)
+        folder = folder.parent
+    if not folder.is_dir():
+        raise refuse(f"{str(folder)!r} is a file, not a folder")
+    if not write:
+        return path
+    try:
+        _probe_folder(folder)
+    except OSError as err:
+        raise refuse(f"cannot write in the folder {str(folder)!r} ({err.strerror})") from err
+    if missing:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise refuse(f"cannot create the folder {str(path.parent)!r} ({err})") from err
+        if say is not None:
+            say(f"created folder {missing[0]} for the results store")
+    return path
+
+
+def _probe_folder(folder: Path) -> None:
+    """Create and remove a temporary file in ``folder``: the one sure test of writing there
+    (permission bits say nothing of read-only mounts or of what root may do)."""
+    fd, name = tempfile.mkstemp(dir=folder, prefix=".adaptable-write-test-")
+    os.close(fd)
+    os.unlink(name)
+
+
+def _foreign_content(fd: int) -> str | None:
+    """Why the open file ``fd`` is not a results store, or None when it is one.
+
+    Only the first non-blank line is read: a store's first line is a record (a JSON object
+    with a ``key``), or, when it is the only line and unfinished, a record torn by a killed
+    writer (it starts with ``{``).
+    """
+    first, position, chunk, complete = b"", 0, 65536, False
+    while True:
+        data = os.pread(fd, chunk, position)
+        if not data:
+            break
+        position += len(data)
+        first += data
+        stripped = first.lstrip()
+        if stripped and not stripped.startswith(b"{"):
+            return f"its first line is not a JSON record: {_preview(stripped)}"
+        end = stripped.find(b"\n")
+        if end >= 0:
+            first, complete = stripped[:end], True
+            break
+    first = first.strip()
+    if not first:
+        return None
+    try:
+        record = json.loads(first)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None if not complete else f"its first line is not JSON: {_preview(first)}"
+    if not isinstance(record, dict) or not isinstance(record.get("key"), str):
+        return f"its first line is not a record with a 'key': {_preview(first)}"
+    return None
+
+
+def _preview(line: bytes) -> str:
+    text = line.split(b"\n", 1)[0].decode("utf-8", "replace")
+    return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
 def _repair_tail(fd: int) -> bytes:
