@@ -19,6 +19,7 @@ import importlib
 from typing import Any
 
 from adaptable.core.interface import TestTimeMethod
+from adaptable.core.parameters import InvalidParameterError
 
 # name -> (module, class); imported on demand so that asking for one method loads only it.
 _REGISTRY: dict[str, tuple[str, str]] = {
@@ -70,10 +71,13 @@ def create(name: str, **options: Any) -> TestTimeMethod:
 
     Raises:
         ValueError: unknown name.
+        InvalidParameterError: an option of the wrong type or value (names the option).
         TypeError: an option the method does not take.
     """
     cls = method_class(name)
     try:
         return cls(**options)
+    except InvalidParameterError:
+        raise  # it names the parameter and the method already
     except TypeError as err:
         raise TypeError(f"method {name!r} ({cls.__name__}): bad options {options}: {err}") from err

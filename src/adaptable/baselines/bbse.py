@@ -22,11 +22,14 @@ same distribution, so they differ only by sampling noise.
 from __future__ import annotations
 
 import warnings
+from typing import ClassVar
 
 import numpy as np
 
+from adaptable.baselines.common import FLAG
 from adaptable.baselines.prior_shift import PriorShiftMethod
 from adaptable.core import softmax
+from adaptable.core.parameters import Constraint
 
 
 def confusion_joint(predicted: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
@@ -88,9 +91,15 @@ class BBSE(PriorShiftMethod):
 
     name = "bbse"
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        **PriorShiftMethod._parameter_constraints,
+        "soft": FLAG,
+    }
+
     def __init__(self, *, alpha: float = 0.1, soft: bool = False) -> None:
         super().__init__(alpha=alpha)
         self.soft = soft
+        self._check_parameters()
 
     def _fit_estimator(self, valid_logits: np.ndarray, y_valid: np.ndarray) -> None:
         if self.soft:

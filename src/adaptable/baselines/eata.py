@@ -24,6 +24,8 @@ optimiser, as in EATA's code) and is cleared by reset().
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -31,6 +33,7 @@ import torch.nn.functional as F
 
 from adaptable.baselines.common import softmax_entropy
 from adaptable.baselines.episodic import EpisodicTorchMethod
+from adaptable.core.parameters import Constraint, Interval
 
 
 class EATA(EpisodicTorchMethod):
@@ -51,6 +54,16 @@ class EATA(EpisodicTorchMethod):
 
     name = "eata"
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        **EpisodicTorchMethod._parameter_constraints,
+        "entropy_margin": [Interval(Real, 0, 1, closed="right")],
+        "redundancy_margin": [Interval(Real, 0, None, closed="neither")],
+        "fisher_alpha": [Interval(Real, 0, None)],
+        "fisher_size": [Interval(Integral, 1, None)],
+        "fisher_batch_size": [Interval(Integral, 1, None)],
+        "probs_momentum": [Interval(Real, 0, 1, closed="left")],
+    }
+
     def __init__(
         self,
         *,
@@ -69,25 +82,13 @@ class EATA(EpisodicTorchMethod):
         super().__init__(
             lr=lr, steps=steps, episodic=episodic, weight_decay=weight_decay, seed=seed
         )
-        if not 0 < entropy_margin <= 1:
-            raise ValueError(f"entropy_margin must lie in (0, 1]; got {entropy_margin!r}")
-        if redundancy_margin <= 0:
-            raise ValueError(f"redundancy_margin must be positive; got {redundancy_margin!r}")
-        if fisher_alpha < 0:
-            raise ValueError(f"fisher_alpha must be >= 0; got {fisher_alpha!r}")
-        if fisher_size < 1 or fisher_batch_size < 1:
-            raise ValueError(
-                f"fisher_size and fisher_batch_size must be >= 1; got {fisher_size!r}, "
-                f"{fisher_batch_size!r}"
-            )
-        if not 0 <= probs_momentum < 1:
-            raise ValueError(f"probs_momentum must lie in [0, 1); got {probs_momentum!r}")
         self.entropy_margin = entropy_margin
         self.redundancy_margin = redundancy_margin
         self.fisher_alpha = fisher_alpha
         self.fisher_size = fisher_size
         self.fisher_batch_size = fisher_batch_size
         self.probs_momentum = probs_momentum
+        self._check_parameters()
 
     @property
     def margin(self) -> float:

@@ -10,11 +10,16 @@ Online use: see :mod:`adaptable.baselines.prior_shift`.
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+from typing import ClassVar
+
 import numpy as np
 
 from adaptable.baselines.bcts import BiasCorrectedTemperature, fit_bcts
+from adaptable.baselines.common import FLAG
 from adaptable.baselines.prior_shift import PriorShiftMethod
 from adaptable.core import normalize, softmax
+from adaptable.core.parameters import Constraint, Interval
 
 
 def em_prior(
@@ -62,15 +67,21 @@ class EMPriorAdjustment(PriorShiftMethod):
 
     name = "em"
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        **PriorShiftMethod._parameter_constraints,
+        "calibrate": FLAG,
+        "max_iter": [Interval(Integral, 1, None)],
+        "tol": [Interval(Real, 0, None)],
+    }
+
     def __init__(
         self, *, alpha: float = 0.1, calibrate: bool = True, max_iter: int = 100, tol: float = 1e-6
     ) -> None:
         super().__init__(alpha=alpha)
-        if not (isinstance(max_iter, int) and max_iter >= 1):
-            raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
         self.calibrate = calibrate
         self.max_iter = max_iter
         self.tol = tol
+        self._check_parameters()
 
     def _fit_estimator(self, valid_logits: np.ndarray, y_valid: np.ndarray) -> None:
         #: the fitted BCTS map, or None without calibration

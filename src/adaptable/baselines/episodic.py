@@ -24,18 +24,25 @@ normalisation layers at all, so "normalisation parameters only" would adapt noth
 from __future__ import annotations
 
 import copy
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from torch import nn
 
-from adaptable.baselines.common import require_torch_source_model, to_numpy_proba
+from adaptable.baselines.common import (
+    FLAG,
+    CheckedParameters,
+    require_torch_source_model,
+    to_numpy_proba,
+)
 from adaptable.core import TestTimeMethod
 from adaptable.core.interface import SourceData
+from adaptable.core.parameters import Constraint, Interval
 
 
-class EpisodicTorchMethod(TestTimeMethod):
+class EpisodicTorchMethod(CheckedParameters, TestTimeMethod):
     """Base class of the baselines that update the torch module at test time.
 
     Args:
@@ -51,6 +58,14 @@ class EpisodicTorchMethod(TestTimeMethod):
 
     updates_parameters = True
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "lr": [Interval(Real, 0, None, closed="neither")],
+        "steps": [Interval(Integral, 0, None)],
+        "episodic": FLAG,
+        "weight_decay": [Interval(Real, 0, None)],
+        "seed": [Interval(Integral, 0, None)],
+    }
+
     def __init__(
         self,
         *,
@@ -60,17 +75,12 @@ class EpisodicTorchMethod(TestTimeMethod):
         weight_decay: float = 0.01,
         seed: int = 0,
     ) -> None:
-        if not (isinstance(lr, int | float) and lr > 0):
-            raise ValueError(f"lr must be a positive number; got {lr!r}")
-        if not (isinstance(steps, int) and steps >= 0):
-            raise ValueError(f"steps must be a non-negative integer; got {steps!r}")
-        if not (isinstance(weight_decay, int | float) and weight_decay >= 0):
-            raise ValueError(f"weight_decay must be >= 0; got {weight_decay!r}")
         self.lr = lr
         self.steps = steps
         self.episodic = episodic
         self.weight_decay = weight_decay
         self.seed = seed
+        self._check_parameters()
 
     # ----------------------------------------------------------------- public interface
     def _fit(self, model: Any, source: SourceData) -> None:

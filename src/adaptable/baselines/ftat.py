@@ -53,12 +53,19 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Sequence
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from adaptable.baselines.common import require_torch_source_model, softmax_entropy
+from adaptable.baselines.common import (
+    FLAG,
+    CheckedParameters,
+    NumberSequence,
+    require_torch_source_model,
+    softmax_entropy,
+)
 from adaptable.core import (
     TestTimeMethod,
     as_logit_function,
@@ -67,6 +74,7 @@ from adaptable.core import (
     source_prior,
 )
 from adaptable.core.interface import SourceData
+from adaptable.core.parameters import Constraint, Interval
 
 __all__ = ["FTAT", "confident_distribution_step", "consistent_rows", "ensemble_weights"]
 
@@ -175,7 +183,7 @@ def _reference_prediction(confidence: float, n_classes: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- the method
-class FTAT(TestTimeMethod):
+class FTAT(CheckedParameters, TestTimeMethod):
     """FTAT on a torch source model, or (``ensemble=False``) its label-distribution part alone.
 
     Args:
@@ -202,6 +210,16 @@ class FTAT(TestTimeMethod):
 
     name = "ftat"
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "ensemble": FLAG,
+        "learning_rates": [NumberSequence(Interval(Real, 0, None, closed="neither"))],
+        "steps": [Interval(Integral, 0, None)],
+        "episodic": FLAG,
+        "smooth": [Interval(Real, 0, None)],
+        "confidence": [Interval(Real, 0, 1, closed="neither")],
+        "consistency": [Interval(Real, 0, 1, closed="right")],
+    }
+
     def __init__(
         self,
         *,
@@ -213,17 +231,6 @@ class FTAT(TestTimeMethod):
         confidence: float = 0.7,
         consistency: float = 0.7,
     ) -> None:
-        rates = tuple(float(lr) for lr in learning_rates)
-        if not rates or any(not lr > 0 for lr in rates):
-            raise ValueError(f"learning_rates must be positive numbers; got {learning_rates!r}")
-        if not (isinstance(steps, int) and steps >= 0):
-            raise ValueError(f"steps must be a non-negative integer; got {steps!r}")
-        if not smooth >= 0:
-            raise ValueError(f"smooth must be >= 0; got {smooth!r}")
-        if not 0 < confidence < 1:
-            raise ValueError(f"confidence must lie in (0, 1); got {confidence!r}")
-        if not 0 < consistency <= 1:
-            raise ValueError(f"consistency must lie in (0, 1]; got {consistency!r}")
         # Constructor arguments kept as given (scikit-learn's estimator contract; clone checks it).
         self.ensemble = ensemble
         self.learning_rates = learning_rates
@@ -232,6 +239,7 @@ class FTAT(TestTimeMethod):
         self.smooth = smooth
         self.confidence = confidence
         self.consistency = consistency
+        self._check_parameters()
 
     @property
     def updates_parameters(self) -> bool:  # type: ignore[override]

@@ -13,7 +13,8 @@ code); lambda = 1. The model's parameters never change.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -21,6 +22,7 @@ import torch
 from adaptable.baselines.source import SourceOnly
 from adaptable.core import softmax
 from adaptable.core.interface import SourceData
+from adaptable.core.parameters import Constraint, Interval
 
 
 class LAME(SourceOnly):
@@ -38,6 +40,13 @@ class LAME(SourceOnly):
 
     name = "lame"
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "knn": [Interval(Integral, 1, None)],
+        "bound_lambda": [Interval(Real, 0, None)],
+        "max_steps": [Interval(Integral, 1, None)],
+        "tol": [Interval(Real, 0, None)],
+    }
+
     def __init__(
         self,
         *,
@@ -46,16 +55,11 @@ class LAME(SourceOnly):
         max_steps: int = 100,
         tol: float = 1e-8,
     ) -> None:
-        if not (isinstance(knn, int) and knn >= 1):
-            raise ValueError(f"knn must be a positive integer; got {knn!r}")
-        if bound_lambda < 0:
-            raise ValueError(f"bound_lambda must be >= 0; got {bound_lambda!r}")
-        if not (isinstance(max_steps, int) and max_steps >= 1):
-            raise ValueError(f"max_steps must be a positive integer; got {max_steps!r}")
         self.knn = knn
         self.bound_lambda = bound_lambda
         self.max_steps = max_steps
         self.tol = tol
+        self._check_parameters()
 
     def _fit(self, model: Any, source: SourceData) -> None:
         """Keep the model's logit and feature functions; LAME needs no source data."""

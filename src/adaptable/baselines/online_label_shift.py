@@ -38,14 +38,17 @@ stream's length.
 from __future__ import annotations
 
 import math
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 
 from adaptable.baselines.bbse import confusion_joint, confusion_soft
 from adaptable.baselines.bcts import BiasCorrectedTemperature, fit_bcts
+from adaptable.baselines.common import FLAG, CheckedParameters
 from adaptable.core import TestTimeMethod, as_logit_function, normalize, softmax, source_prior
 from adaptable.core.interface import SourceData
+from adaptable.core.parameters import Constraint, Interval
 
 __all__ = [
     "FLHFTL",
@@ -207,7 +210,7 @@ def _logsumexp(values: np.ndarray) -> float:
 
 
 # --------------------------------------------------------------------------- the methods
-class OnlineLabelShiftMethod(TestTimeMethod):
+class OnlineLabelShiftMethod(CheckedParameters, TestTimeMethod):
     """Base class: calibrated outputs re-weighted by an online label-distribution vector.
 
     Subclasses define the state (``_reset_state``), the vector used for the next round
@@ -226,12 +229,19 @@ class OnlineLabelShiftMethod(TestTimeMethod):
         target_prior_: the re-weighting vector used on the last round, (C,).
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "calibrate": FLAG,
+        "soft": FLAG,
+        "use_current_batch": FLAG,
+    }
+
     def __init__(
         self, *, calibrate: bool = True, soft: bool = True, use_current_batch: bool = False
     ) -> None:
         self.calibrate = calibrate
         self.soft = soft
         self.use_current_batch = use_current_batch
+        self._check_parameters()
 
     def _fit(self, model: Any, source: SourceData) -> None:
         """Calibrate on the validation split and fit the confusion matrix there.
@@ -394,6 +404,15 @@ class OnlineGradientDescent(OnlineLabelShiftMethod):
 
     name = "ogd"
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        **OnlineLabelShiftMethod._parameter_constraints,
+        "lr": [Interval(Real, 0, None, closed="neither"), None],
+        "horizon": [Interval(Integral, 1, None), None],
+        "floor": [Interval(Real, 0, 0.5, closed="left")],
+        "reference_size": [Interval(Integral, 1, None)],
+        "seed": [Interval(Integral, 0, None)],
+    }
+
     def __init__(
         self,
         *,
@@ -407,19 +426,12 @@ class OnlineGradientDescent(OnlineLabelShiftMethod):
         seed: int = 0,
     ) -> None:
         super().__init__(calibrate=calibrate, soft=soft, use_current_batch=use_current_batch)
-        if lr is not None and not lr > 0:
-            raise ValueError(f"lr must be positive or None; got {lr!r}")
-        if horizon is not None and not (isinstance(horizon, int) and horizon >= 1):
-            raise ValueError(f"horizon must be a positive integer or None; got {horizon!r}")
-        if not 0 <= floor < 0.5:
-            raise ValueError(f"floor must lie in [0, 0.5); got {floor!r}")
-        if not (isinstance(reference_size, int) and reference_size >= 1):
-            raise ValueError(f"reference_size must be a positive integer; got {reference_size!r}")
         self.lr = lr
         self.horizon = horizon
         self.floor = floor
         self.reference_size = reference_size
         self.seed = seed
+        self._check_parameters()
 
     def _fit_method(self, valid_proba: np.ndarray, y_valid: np.ndarray) -> None:
         if self.floor * self.n_classes_ >= 1:
@@ -498,6 +510,12 @@ class FLHFTL(OnlineLabelShiftMethod):
 
     name = "flh_ftl"
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        **OnlineLabelShiftMethod._parameter_constraints,
+        "meta_lr": [Interval(Real, 0, None, closed="neither"), None],
+        "max_experts": [Interval(Integral, 2, None)],
+    }
+
     def __init__(
         self,
         *,
@@ -508,12 +526,9 @@ class FLHFTL(OnlineLabelShiftMethod):
         use_current_batch: bool = False,
     ) -> None:
         super().__init__(calibrate=calibrate, soft=soft, use_current_batch=use_current_batch)
-        if meta_lr is not None and not meta_lr > 0:
-            raise ValueError(f"meta_lr must be positive or None; got {meta_lr!r}")
-        if not (isinstance(max_experts, int) and max_experts >= 2):
-            raise ValueError(f"max_experts must be an integer >= 2; got {max_experts!r}")
         self.meta_lr = meta_lr
         self.max_experts = max_experts
+        self._check_parameters()
 
     @property
     def meta_lr_(self) -> float:

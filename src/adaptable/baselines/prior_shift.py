@@ -11,10 +11,12 @@ apply to any model, GBDTs included.
 
 from __future__ import annotations
 
-from typing import Any
+from numbers import Real
+from typing import Any, ClassVar
 
 import numpy as np
 
+from adaptable.baselines.common import CheckedParameters
 from adaptable.core import (
     OnlinePrior,
     TestTimeMethod,
@@ -23,9 +25,10 @@ from adaptable.core import (
     source_prior,
 )
 from adaptable.core.interface import SourceData
+from adaptable.core.parameters import Constraint, Interval
 
 
-class PriorShiftMethod(TestTimeMethod):
+class PriorShiftMethod(CheckedParameters, TestTimeMethod):
     """Base class: subclasses define the output probabilities and the per-batch prior estimate.
 
     Args:
@@ -38,10 +41,13 @@ class PriorShiftMethod(TestTimeMethod):
         target_prior_: the smoothed estimate used on the last batch, (C,).
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "alpha": [Interval(Real, 0, 1, closed="both")],
+    }
+
     def __init__(self, *, alpha: float = 0.1) -> None:
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"alpha must lie in [0, 1]; got {alpha!r}")
         self.alpha = alpha
+        self._check_parameters()
 
     def _fit(self, model: Any, source: SourceData) -> None:
         """Fit the method's output map and estimator on the validation split.

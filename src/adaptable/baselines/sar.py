@@ -22,11 +22,14 @@ not applied either); the reference code would step with a NaN / zero gradient.
 from __future__ import annotations
 
 import math
+from numbers import Real
+from typing import ClassVar
 
 import torch
 
 from adaptable.baselines.common import softmax_entropy
 from adaptable.baselines.episodic import EpisodicTorchMethod
+from adaptable.core.parameters import Constraint, Interval
 
 
 class SAR(EpisodicTorchMethod):
@@ -45,6 +48,14 @@ class SAR(EpisodicTorchMethod):
 
     name = "sar"
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        **EpisodicTorchMethod._parameter_constraints,
+        "rho": [Interval(Real, 0, None, closed="neither")],
+        "entropy_margin": [Interval(Real, 0, 1, closed="right")],
+        "reset_threshold": [Interval(Real, None, None, closed="neither")],
+        "ema_momentum": [Interval(Real, 0, 1, closed="left")],
+    }
+
     def __init__(
         self,
         *,
@@ -61,16 +72,11 @@ class SAR(EpisodicTorchMethod):
         super().__init__(
             lr=lr, steps=steps, episodic=episodic, weight_decay=weight_decay, seed=seed
         )
-        if rho <= 0:
-            raise ValueError(f"rho must be positive; got {rho!r}")
-        if not 0 < entropy_margin <= 1:
-            raise ValueError(f"entropy_margin must lie in (0, 1]; got {entropy_margin!r}")
-        if not 0 <= ema_momentum < 1:
-            raise ValueError(f"ema_momentum must lie in [0, 1); got {ema_momentum!r}")
         self.rho = rho
         self.entropy_margin = entropy_margin
         self.reset_threshold = reset_threshold
         self.ema_momentum = ema_momentum
+        self._check_parameters()
 
     @property
     def margin(self) -> float:

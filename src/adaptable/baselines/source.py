@@ -6,11 +6,12 @@ from typing import Any
 
 import numpy as np
 
+from adaptable.baselines.common import CheckedParameters
 from adaptable.core import TestTimeMethod, as_logit_function, softmax
 from adaptable.core.interface import SourceData
 
 
-class SourceOnly(TestTimeMethod):
+class SourceOnly(CheckedParameters, TestTimeMethod):
     """No adaptation: ``softmax(f(x))`` for any model the model adapter accepts.
 
     Example:

@@ -24,14 +24,17 @@ loader; we use the source training rows.
 
 from __future__ import annotations
 
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from adaptable.baselines.common import NumberSequence
 from adaptable.baselines.episodic import EpisodicTorchMethod
+from adaptable.core.parameters import Constraint, Interval
 
 
 class TTTPlusPlus(EpisodicTorchMethod):
@@ -55,6 +58,18 @@ class TTTPlusPlus(EpisodicTorchMethod):
 
     name = "ttt++"
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        **EpisodicTorchMethod._parameter_constraints,
+        "mask_ratio": [Interval(Real, 0, 1, closed="neither")],
+        "loss_weights": [NumberSequence(Interval(Real, 0, None), length=3)],
+        "head_hidden": [Interval(Integral, 1, None)],
+        "head_epochs": [Interval(Integral, 1, None)],
+        "head_lr": [Interval(Real, 0, None, closed="neither")],
+        "head_batch_size": [Interval(Integral, 1, None)],
+        "head_patience": [Interval(Integral, 1, None)],
+        "head_max_rows": [Interval(Integral, 1, None), None],
+    }
+
     def __init__(
         self,
         *,
@@ -75,16 +90,6 @@ class TTTPlusPlus(EpisodicTorchMethod):
         super().__init__(
             lr=lr, steps=steps, episodic=episodic, weight_decay=weight_decay, seed=seed
         )
-        if not 0 < mask_ratio < 1:
-            raise ValueError(f"mask_ratio must lie in (0, 1); got {mask_ratio!r}")
-        if len(loss_weights) != 3 or any(w < 0 for w in loss_weights):
-            raise ValueError(
-                f"loss_weights must be three non-negative numbers; got {loss_weights!r}"
-            )
-        if min(head_hidden, head_epochs, head_batch_size, head_patience) < 1:
-            raise ValueError(
-                "head_hidden, head_epochs, head_batch_size, head_patience must be >= 1"
-            )
         self.mask_ratio = mask_ratio
         self.loss_weights = loss_weights
         self.head_hidden = head_hidden
@@ -92,9 +97,8 @@ class TTTPlusPlus(EpisodicTorchMethod):
         self.head_lr = head_lr
         self.head_batch_size = head_batch_size
         self.head_patience = head_patience
-        if head_max_rows is not None and head_max_rows < 1:
-            raise ValueError(f"head_max_rows must be >= 1 or None; got {head_max_rows!r}")
         self.head_max_rows = head_max_rows
+        self._check_parameters()
 
     # ----------------------------------------------------------------- fit
     def _setup(
