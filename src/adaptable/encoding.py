@@ -290,9 +290,20 @@ class Encoder:
         return self._codes(values, stacklevel=4)
 
     def _frame(self, X: pd.DataFrame | np.ndarray) -> pd.DataFrame:
-        return _as_frame(
+        frame = _as_frame(
             X, positional_width=self.n_features_in_ if self.columns_is_positional_ else None
         )
+        if not self.columns_is_positional_ and not isinstance(X, pd.DataFrame):
+            # An array has no column names: say what was expected, not which names are absent.
+            if any(c not in frame.columns for c in self.feature_names_in_):
+                names = ", ".join(map(repr, self.feature_names_in_[:10]))
+                more = " ..." if len(self.feature_names_in_) > 10 else ""
+                raise ValueError(
+                    f"Fitted on a DataFrame, so a pandas DataFrame with the columns "
+                    f"({names}{more}) is expected; got {type(X).__name__} of shape "
+                    f"{tuple(frame.shape)}, which has no column names."
+                )
+        return frame
 
     def _column_positions(self, frame: pd.DataFrame, where: str) -> tuple[np.ndarray, np.ndarray]:
         """Positions of the numerical and categorical columns in ``frame``.
