@@ -161,3 +161,58 @@ def test_fused_optimizer_is_opt_in_on_cpu_and_keeps_old_cache_keys(task, encoder
     for key in states[0]:
         torch.testing.assert_close(states[0][key], states[1][key], rtol=0, atol=0)  # default
         torch.testing.assert_close(states[0][key], states[2][key], rtol=1e-3, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- batch order / recipes
+def _dataloader_reference(module, xt, yt, seed, epochs, lr):
+    """The authors' loop: a shuffling DataLoader on a generator seeded with ``seed``, AdamW."""
+    optimizer = torch.optim.AdamW(module.parameters(), lr=lr, weight_decay=0.01)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(xt, yt),
+        batch_size=64,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(seed),
+    )
+    module.train()
+    for _ in range(epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(module(x), y).backward()
+            optimizer.step()
+    return module.state_dict()
+
+
+def test_dataloader_batch_order_trains_the_weights_a_dataloader_loop_trains(task, encoder):
+    xt, yt, xv, yv = _tensors(task, encoder)
+    # No early stop (patience > epochs), so both loops run the same three epochs; lr large
+    # enough that a different batch order in any epoch changes the weights visibly.
+    config = TrainingConfig(lr=1e-2, max_epochs=3, patience=5, batch_order="dataloader")
+    ours = _small_mlp(encoder, 0)
+    history = fit_module(ours, xt, yt, xv, yv, seed=7, config=config)
+    assert history.epochs == 3 and history.best_epoch == 2  # the last epoch's weights are kept
+    reference = _dataloader_reference(_small_mlp(encoder, 0), xt, yt, seed=7, epochs=3, lr=1e-2)
+    for key, value in ours.state_dict().items():
+        torch.testing.assert_close(value, reference[key], rtol=0, atol=0)
+    plain = _small_mlp(encoder, 0)
+    fit_module(plain, xt, yt, xv, yv, seed=7, config=TrainingConfig(lr=1e-2, max_epochs=3))
+    assert any(not torch.equal(plain.state_dict()[k], reference[k]) for k in reference)
+
+
+def test_batch_order_option_keeps_old_cache_keys_and_refuses_unknown_values():
+    assert "batch_order" not in TrainingConfig().to_dict()
+    assert TrainingConfig(batch_order="dataloader").to_dict()["batch_order"] == "dataloader"
+    with pytest.raises(ValueError, match="batch_order"):
+        TrainingConfig(batch_order="shuffle")
+
+
+def test_train_accepts_a_recipe_name(task, tmp_path):
+    default = models.train("mlp", task, seed=0, cache_dir=tmp_path, recipe="default")
+    again = models.train("mlp", task, seed=0, cache_dir=tmp_path)
+    authors = models.train("mlp", task, seed=0, cache_dir=tmp_path, recipe="authors")
+    assert again.cache_info["hit"] and again.cache_info["key"] == default.cache_info["key"]
+    assert authors.cache_info["key"] != default.cache_info["key"]
+    assert authors.cache_info["meta"]["options"]["training"]["batch_order"] == "dataloader"
+    with pytest.raises(KeyError, match="recipe"):
+        models.train("mlp", task, seed=0, cache_dir=tmp_path, recipe="paper")
+    with pytest.raises(ValueError, match="not both"):
+        models.train("mlp", task, cache_dir=tmp_path, recipe="authors", training=TrainingConfig())

@@ -106,3 +106,35 @@ def test_temporal_rejects_bad_options(synthetic: ShiftDataset) -> None:
         shifts.apply("temporal", synthetic, 0, window=0)
     with pytest.raises(ValueError, match=r"floor must lie in \(0, 1\)"):
         shifts.apply("temporal", synthetic, 0, floor=0.0)
+
+
+def test_class_imbalance_authors_code_weights_test_positions_by_train_labels(
+    make_dataset,
+) -> None:
+    import pandas as pd
+
+    # Train labels 0, 0, 0, 1: class 1 is rare, so the train row at position 3 weighs 10, the
+    # others 1. The test split has 8 rows: positions 0-3 all of class 1, 4-7 of class 0.
+    train = pd.DataFrame({"row": [0.0, 1.0, 2.0, 3.0]})
+    test = pd.DataFrame({"row": np.arange(8, dtype=float)})
+    ds = make_dataset(train, [0, 0, 0, 1], test, [1, 1, 1, 1, 0, 0, 0, 0], ["row"], [])
+    drawn = []
+    for seed in range(200):
+        stream = shifts.apply("class_imbalance", ds, seed, convention="authors_code")
+        assert len(stream) == 4  # one draw per train row
+        drawn.append(stream.X["row"].to_numpy())
+        assert set(stream.y) == {1}  # only test positions 0-3 are ever drawn
+    drawn = np.concatenate(drawn)
+    assert drawn.max() <= 3
+    assert np.mean(drawn == 3) == pytest.approx(10 / 13, abs=0.04)
+    np.testing.assert_allclose(stream.info["expected_proportions"], [0.0, 1.0])
+    np.testing.assert_allclose(stream.info["class_weights"], [1.0, 10.0])
+
+
+def test_class_imbalance_authors_code_needs_as_many_test_rows_as_train_rows(make_dataset) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"row": np.arange(6, dtype=float)})
+    ds = make_dataset(frame, [0, 0, 0, 1, 1, 0], frame.iloc[:3], [0, 1, 0], ["row"], [])
+    with pytest.raises(ValueError, match="only 3 rows"):
+        shifts.apply("class_imbalance", ds, 0, convention="authors_code")

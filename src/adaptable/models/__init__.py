@@ -28,6 +28,7 @@ from adaptable.models.supervised import (
 )
 from adaptable.models.tokens import FeatureTokenizer
 from adaptable.models.training import (
+    RECIPES,
     TrainingConfig,
     TrainingHistory,
     fit_module,
@@ -42,6 +43,7 @@ __all__ = [
     "KNN",
     "MLP",
     "NAMES",
+    "RECIPES",
     "SEARCH_SPACES",
     "AutoInt",
     "Backbone",

@@ -38,6 +38,7 @@ from adaptable.models.training import (
     TrainingConfig,
     TrainingHistory,
     fit_module,
+    recipe_config,
     resolve_device,
     torch_threads,
 )
@@ -92,6 +93,7 @@ def train(
     use_cache: bool = True,
     overrides: dict[str, Any] | None = None,
     training: TrainingConfig | None = None,
+    recipe: str | None = None,
     n_trials: int = 10,
     metric: str = "log_loss",
     search_space: dict[str, list[Any]] | None = None,
@@ -115,6 +117,10 @@ def train(
         use_cache: ``False`` trains afresh and writes nothing.
         overrides: deep-model constructor keywords.
         training: deep-model training protocol (default: the authors').
+        recipe: a named deep-model protocol instead of ``training``
+            (:data:`~adaptable.models.training.RECIPES`: ``"default"``, or ``"authors"``, the
+            authors' DataLoader batch order, which reproduces their MLP sources). ``None``
+            means ``training`` (or the default). Supervised models ignore it.
         n_trials, metric, search_space: supervised search options.
         code_version: replaces the code version in the cache key (tests use it).
         device: deep models train and run on ``"cuda"`` or ``"cpu"``; ``"auto"`` picks CUDA
@@ -130,12 +136,20 @@ def train(
     Returns:
         A :class:`TorchSourceModel` or a fitted supervised model. Its ``cache_info`` attribute
         says where it lives in the cache and whether it was loaded (``hit``).
+
+    Raises:
+        KeyError: unknown model or recipe name.
+        ValueError: both ``training`` and ``recipe`` given.
     """
     if name not in NAMES:
         raise KeyError(f"Unknown model {name!r}; expected one of {', '.join(NAMES)}")
     if not isinstance(seed, int | np.integer):
         raise TypeError(f"seed must be an int; got {seed!r}")
     seed = int(seed)
+    if recipe is not None:
+        if training is not None:
+            raise ValueError("give either training= or recipe=, not both")
+        training = recipe_config(recipe)
     overrides = dict(overrides or {})
     deep = name in BACKBONES
     target = resolve_device(device) if deep else None

@@ -2,7 +2,10 @@
 
 AdamW (weight decay 0.01), lr 1e-4, batch 64, up to 50 epochs, cross-entropy, early stopping on
 the validation loss with patience 10, the best-validation weights restored. Seeded: the same seed
-gives bit-identical weights on CPU (same thread count).
+gives bit-identical weights on CPU (same thread count). The paper states none of these; they are
+the authors' code's. Named recipes (:data:`RECIPES`) differ only in how the seed's generator
+draws the batch order: ``"default"`` (one permutation per epoch) or ``"authors"`` (the draws of a
+shuffling ``DataLoader``, which gives the authors' own MLP source models for a seed).
 
 Devices: :func:`resolve_device` turns ``"auto" | "cpu" | "cuda"`` into a ``torch.device``
 (``auto``: CUDA where ``torch.cuda.is_available()``). On CPU the routine is exactly the one
@@ -23,7 +26,7 @@ import copy
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -33,6 +36,9 @@ from torch.nn import functional as F
 #: rows per forward pass when a module only infers (evaluation, logits, features): enough to
 #: amortise torch's per-call cost, small enough that a wide one-hot input stays a few tens of MB
 INFERENCE_ROWS = 4096
+
+BatchOrder = Literal["permutation", "dataloader"]
+BATCH_ORDERS: tuple[str, ...] = ("permutation", "dataloader")
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,13 @@ class TrainingConfig:
     #: the CPU time per step on the MLP, but the weights then differ from the default loop's
     #: in the 7th digit, so it is opt-in there: cached CPU models stay reproducible).
     fused: bool | None = None
+    #: How each epoch's batch order is drawn from the seeded generator. ``"permutation"``: one
+    #: ``randperm`` per epoch. ``"dataloader"``: what a ``torch.utils.data.DataLoader(shuffle=True,
+    #: generator=...)`` draws from its generator, as the authors' code trains: each epoch the
+    #: loader's base seed, the permutation it uses, and the sampler's empty remainder permutation
+    #: (torch 2.x). Same protocol, another random stream: with the authors' seeding it gives the
+    #: authors' dropout-free models (docs/results/paper_fidelity.md).
+    batch_order: BatchOrder = "permutation"
 
     def __post_init__(self) -> None:
         for key in ("batch_size", "max_epochs", "patience", "eval_batch_size"):
@@ -57,14 +70,47 @@ class TrainingConfig:
                 raise ValueError(f"TrainingConfig.{key} must be a positive int; got {value!r}")
         if self.lr <= 0:
             raise ValueError(f"TrainingConfig.lr must be positive; got {self.lr}")
+        if self.batch_order not in BATCH_ORDERS:
+            raise ValueError(
+                f"TrainingConfig.batch_order must be one of {', '.join(BATCH_ORDERS)}; "
+                f"got {self.batch_order!r}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-compatible copy (``fused`` only when set, so that the cache keys of
-        models trained before the option existed stay the same)."""
+        """Plain JSON-compatible copy (``fused`` and ``batch_order`` only when not at their
+        defaults, so that the cache keys of models trained before the options existed stay
+        the same)."""
         state = asdict(self)
         if state["fused"] is None:
             del state["fused"]
+        if state["batch_order"] == "permutation":
+            del state["batch_order"]
         return state
+
+
+#: Named training recipes for :func:`adaptable.models.train` (``recipe=``).
+#: ``"default"``: the package's default (the authors' hyper-parameters, one ``randperm`` per
+#: epoch). ``"authors"``: the same hyper-parameters with the authors' DataLoader batch order.
+#: The paper itself states no source-training hyper-parameters, so both follow the authors' code.
+RECIPES: dict[str, TrainingConfig] = {
+    "default": TrainingConfig(),
+    "authors": TrainingConfig(batch_order="dataloader"),
+}
+
+
+def recipe_config(name: str) -> TrainingConfig:
+    """The :class:`TrainingConfig` of a named recipe (see :data:`RECIPES`).
+
+    Raises:
+        KeyError: for an unknown name.
+
+    Example:
+        >>> recipe_config("authors").batch_order
+        'dataloader'
+    """
+    if name not in RECIPES:
+        raise KeyError(f"Unknown training recipe {name!r}; expected one of {', '.join(RECIPES)}")
+    return RECIPES[name]
 
 
 @dataclass
@@ -154,7 +200,15 @@ def fit_module(
             epoch_start = time.perf_counter()
             module.train()
             # The batch order always comes from the CPU generator: the same on every device.
+            if config.batch_order == "dataloader":
+                # A DataLoader draws its workers' base seed from the generator before the
+                # sampler's permutation, at every epoch; the value itself is not used here.
+                torch.empty((), dtype=torch.int64).random_(generator=generator)
             order = torch.randperm(len(x_train), generator=generator).to(device)
+            if config.batch_order == "dataloader":
+                # torch's RandomSampler draws one more permutation for the remainder
+                # (num_samples % n == 0 rows of it) when the epoch's iteration finishes.
+                torch.randperm(len(x_train), generator=generator)
             batches = list(order.split(config.batch_size))
             # A trailing batch of one row breaks batch norm in train mode; it is skipped.
             if len(batches) > 1 and len(batches[-1]) == 1:

@@ -3,8 +3,11 @@
 Both scenarios resample test rows (with replacement, stream length = test size) by their label;
 the features are not modified.
 
-- ``class_imbalance``: row weight ``rank(y)/C * (rho - 1) + 1``, rho = 10.
-- ``temporal``: labels follow a Dirichlet process over the histogram of the last w = 5 labels.
+- ``class_imbalance``: row weight ``rank(y)/C * (rho - 1) + 1``, rho = 10 (``convention``:
+  ``"paper"``, the formula; ``"authors"``, rare source classes up-weighted; ``"authors_code"``,
+  the authors' sampler as it runs, see :func:`class_imbalance`).
+- ``temporal``: labels follow a Dirichlet process over the histogram of the last w = 5 labels
+  (the paper's definition and the authors' sampler agree; both are near-absorbing).
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ IMBALANCE_RATIO = 10.0
 TEMPORAL_WINDOW = 5
 TEMPORAL_FLOOR = 1e-6
 
-Convention = Literal["paper", "authors"]
+Convention = Literal["paper", "authors", "authors_code"]
+CONVENTIONS: tuple[str, ...] = ("paper", "authors", "authors_code")
 
 
 def class_weights(
@@ -44,6 +48,9 @@ def class_weights(
       prose ("labels that are rare in the training set are more likely to appear frequently in
       the test set") but not its formula.
 
+    - ``convention="authors_code"``: the same weights as ``"authors"`` (what differs is how
+      :func:`class_imbalance` applies them).
+
     Example:
         >>> class_weights(np.array([0, 0, 0, 1]), 2).tolist()
         [10.0, 5.5]
@@ -52,8 +59,8 @@ def class_weights(
     """
     if not ratio >= 1.0:
         raise ValueError(f"ratio must be at least 1; got {ratio}")
-    if convention not in ("paper", "authors"):
-        raise ValueError(f"convention must be 'paper' or 'authors'; got {convention!r}")
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {', '.join(CONVENTIONS)}; got {convention!r}")
     counts = np.bincount(np.asarray(source_labels, dtype=np.int64), minlength=n_classes)
     rank = np.empty(n_classes, dtype=np.float64)
     rank[np.argsort(counts, kind="stable")] = np.arange(1, n_classes + 1)
@@ -74,30 +81,48 @@ def class_imbalance(
     The class ranks use the SOURCE frequencies (train split), see :func:`class_weights`; the
     expected share of class c in the stream is ``n_c^test * w_c / sum_k n_k^test * w_k``.
 
-    Deliberate difference: the authors' ``ImbalancedSampler`` is built from the TRAIN labels but
-    indexes the test split (it draws positions ``0..len(train)-1`` of the test split with the
-    train rows' weights), so their stream is not the one their appendix describes. We apply the
-    weights to the test rows' own labels.
+    The authors' ``ImbalancedSampler`` is built from the TRAIN labels but indexes the test
+    split: it draws ``len(train)`` positions among ``0..len(train)-1`` of the test split, each
+    with the weight of the TRAIN row at that position, so the labels it streams are not
+    re-weighted at all (their share is about the test split's). ``convention="authors_code"``
+    reproduces that stream; the other conventions apply the weights to the test rows' own
+    labels, as the appendix describes.
 
     Args:
         dataset: the task.
         seed: seeds the draws.
         ratio: the imbalance ratio rho (paper: 10).
-        convention: ``"paper"`` (default, the formula as written) or ``"authors"`` (rare source
-            classes up-weighted by ``ratio``).
+        convention: ``"paper"`` (default, the formula as written), ``"authors"`` (rare source
+            classes up-weighted by ``ratio``) or ``"authors_code"`` (the authors' sampler as it
+            runs; needs at least as many test rows as train rows).
 
     Returns:
         A ``"class_imbalance"`` Stream with ``info["class_weights"]`` and
         ``info["expected_proportions"]``.
+
+    Raises:
+        ValueError: unknown convention, ``ratio < 1``, or ``"authors_code"`` on a task with
+            fewer test rows than train rows (the authors' sampler would index past the end).
     """
     dataset, seed = check_dataset(dataset), check_seed(seed)
     weights = class_weights(dataset.train.y, dataset.n_classes, ratio, convention)
-    row_weights = weights[dataset.test.y]
+    if convention == "authors_code":
+        n = len(dataset.train.y)
+        if n > len(dataset.test.y):
+            raise ValueError(
+                f"convention 'authors_code' draws test positions 0..{n - 1} (one per train row), "
+                f"but the test split has only {len(dataset.test.y)} rows"
+            )
+        row_weights = weights[dataset.train.y]
+        position_labels = dataset.test.y[:n]
+    else:
+        row_weights = weights[dataset.test.y]
+        n = len(row_weights)
+        position_labels = dataset.test.y
     rng = generator(seed, Purpose.SAMPLING)
-    n = len(row_weights)
-    rows = rng.choice(n, size=n, replace=True, p=row_weights / row_weights.sum())
-    test_counts = np.bincount(dataset.test.y, minlength=dataset.n_classes)
-    expected = test_counts * weights / np.sum(test_counts * weights)
+    probabilities = row_weights / row_weights.sum()
+    rows = rng.choice(n, size=n, replace=True, p=probabilities)
+    expected = np.bincount(position_labels, weights=probabilities, minlength=dataset.n_classes)
     info = {
         "ratio": float(ratio),
         "convention": convention,
