@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from adaptable.datasets import benchmark_cases
+import adaptable.datasets.benchmark_cases as benchmark_cases
 from adaptable.datasets._base import ShiftDataset, build_dataset
 from adaptable.datasets.benchmark_cases import BenchmarkCase
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from adaptable.datasets import domain_cases
+import adaptable.datasets.domain_cases as domain_cases
 from adaptable.datasets._base import (
     DataFileError,
     DataFormatError,
@@ -90,11 +90,23 @@ HOLDOUT_TASKS = GROUPS["holdout"]
 SEALED_TASKS = GROUPS["sealed"]
 RESERVE_TASKS = GROUPS["reserve"]
 _FACTORIES.update({name: _domain_case(name) for tasks in _CASE_GROUPS.values() for name in tasks})
+_BUILT_IN = frozenset(_FACTORIES)
 
 
 def register(name: str, factory: Callable[[], TaskInfo]) -> None:
     """Add (or replace) a task: ``factory`` builds its :class:`TaskInfo` on first use."""
     _FACTORIES[name] = factory
+
+
+def unregister(name: str) -> None:
+    """Remove a task added with :func:`register`.
+
+    Raises:
+        KeyError: ``name`` is one of the package's own tasks, or was never registered.
+    """
+    if name in _BUILT_IN or name not in _FACTORIES:
+        raise KeyError(f"{name!r} is not a registered task")
+    del _FACTORIES[name]
 
 
 def canonical(name: str) -> str:

@@ -16,7 +16,6 @@ import contextlib
 import datetime as _dt
 import os
 import platform
-import random
 import sys
 import time
 import traceback
@@ -29,7 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from adaptable.experiments import metrics as _metrics
+import adaptable.experiments.metrics as _metrics
+from adaptable.experiments.executors import LocalExecutor
+from adaptable.experiments.process import limit_threads, seed_everything, seed_method
 from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import ResultStore
 
@@ -211,42 +212,6 @@ def clear_memo() -> None:
     _MODELS.clear()
 
 
-def seed_everything(seed: int) -> None:
-    """Seed Python's, numpy's and (once imported) torch's global generators."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    # torch is seeded only once something has imported it (every torch model and method has),
-    # so that runs of non-torch models do not pay for importing it.
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.manual_seed(seed)
-
-
-def seed_method(method: Any, seed: int, options: dict[str, Any]) -> None:
-    """Give a method with a ``random_state`` parameter the experiment's seed, unless the
-    options set one: a method left at ``random_state=None`` draws fresh entropy (AdapTable's
-    reservoir, bootstrap and null draws), and two runs of one spec would differ."""
-    if "random_state" in options:
-        return
-    get_params = getattr(method, "get_params", None)
-    if callable(get_params) and get_params(deep=False).get("random_state", 0) is None:
-        method.set_params(random_state=seed)
-
-
-def limit_threads(threads: int) -> None:
-    """Use ``threads`` torch (OpenMP / MKL) threads in this process, before or after torch is
-    imported; 1 keeps parallel workers from oversubscribing the cores."""
-    if not threads:
-        return
-    torch = sys.modules.get("torch")
-    if torch is None:
-        # Read by torch (OpenMP / MKL) when it is imported later in this process.
-        os.environ["OMP_NUM_THREADS"] = str(threads)
-        os.environ["MKL_NUM_THREADS"] = str(threads)
-    elif torch.get_num_threads() != threads:
-        torch.set_num_threads(threads)
-
-
 # --------------------------------------------------------------------------- one experiment
 def _lookup(state: Any, names: Sequence[str]) -> Any:
     for name in names:
@@ -385,33 +350,79 @@ def warning_lines(records: Iterable[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[str, Any]:
+@dataclass
+class FittedExperiment:
+    """An experiment ready to stream: its data, source model, and the fitted method.
+
+    Attributes:
+        spec: the experiment.
+        dataset: the loaded dataset.
+        model: the source model.
+        method: the method, fitted on the source data (seeded as every experiment is).
+        fit_seconds: how long the fit took.
+    """
+
+    spec: ExperimentSpec
+    dataset: Any
+    model: Any
+    method: Any
+    fit_seconds: float
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """One test batch and what the method predicted for it (``seconds``: the prediction and
+    adaptation time of this batch)."""
+
+    X: Any
+    y: np.ndarray
+    proba: np.ndarray
+    seconds: float
+
+
+def fit_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> FittedExperiment:
+    """Load the dataset and source model of ``spec`` and fit its method, as
+    :func:`run_experiment` does before streaming (the same seeding, so the same fit)."""
     context = context or RunContext()
     limit_threads(context.threads)
-    started = time.perf_counter()
     dataset = get_dataset(spec.dataset, context)
     model = source_model(spec.dataset, spec.model, spec.seed, context)
-    n_classes = int(dataset.n_classes)
-
     seed_everything(spec.seed)
     method = context.components.create_method(spec.method, **spec.option_dict)
     seed_method(method, spec.seed, spec.option_dict)
     fit_start = time.perf_counter()
     method.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
-    fit_seconds = time.perf_counter() - fit_start
+    return FittedExperiment(spec, dataset, model, method, time.perf_counter() - fit_start)
 
-    stream = context.components.apply_shift(spec.scenario, dataset, spec.seed)
-    labels: list[np.ndarray] = []
-    probas: list[np.ndarray] = []
-    traces: dict[str, list[Any]] = {
-        k: [] for k in ("size", "true", "predicted", "pseudo", "estimate", "temperature")
-    }
-    adapt_seconds = 0.0
+
+def shifted_stream(fitted: FittedExperiment, scenario: str, context: RunContext) -> Any:
+    """The test stream of ``scenario`` on the experiment's dataset (the experiment's seed).
+
+    Raises:
+        KeyError / ValueError / NotImplementedError: as the shift registry, for a scenario it
+            lacks or cannot build on this dataset.
+    """
+    return context.components.apply_shift(scenario, fitted.dataset, fitted.spec.seed)
+
+
+def predict_stream(
+    fitted: FittedExperiment, stream: Any, batch_size: int | None = None
+) -> Iterator[BatchOutcome]:
+    """Stream ``stream`` through the fitted method batch by batch: the one experiment loop.
+
+    An oracle study (:func:`uses_test_labels`) passes each batch's labels to
+    ``predict_proba``; an oracle method (:func:`needs_test_labels`) gets the whole stream's
+    labels once, before the first batch. Stopping early (leaving the loop) is allowed.
+
+    Raises:
+        ValueError: ``predict_proba`` returned a shape other than (batch rows, classes).
+    """
+    spec, method = fitted.spec, fitted.method
+    n_classes = int(fitted.dataset.n_classes)
     oracle = uses_test_labels(spec)
-    oracle_method = needs_test_labels(method)
-    if oracle_method:
+    if needs_test_labels(method):
         method.receive_test_labels(np.asarray(stream.y, dtype=np.int64))
-    for X_batch, y_batch in stream.batches(spec.batch_size):
+    for X_batch, y_batch in stream.batches(batch_size or spec.batch_size):
         y_batch = np.asarray(y_batch, dtype=np.int64)
         tick = time.perf_counter()
         if oracle:
@@ -419,12 +430,31 @@ def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[st
         else:
             proba = method.predict_proba(X_batch)
         proba = np.asarray(proba, dtype=np.float64)
-        adapt_seconds += time.perf_counter() - tick
+        seconds = time.perf_counter() - tick
         if proba.shape != (len(y_batch), n_classes):
             raise ValueError(
                 f"{spec.method}.predict_proba returned shape {proba.shape}; expected "
                 f"({len(y_batch)}, {n_classes}) for this batch"
             )
+        yield BatchOutcome(X_batch, y_batch, proba, seconds)
+
+
+def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[str, Any]:
+    context = context or RunContext()
+    started = time.perf_counter()
+    fitted = fit_experiment(spec, context)
+    dataset, model, method = fitted.dataset, fitted.model, fitted.method
+    n_classes = int(dataset.n_classes)
+    stream = shifted_stream(fitted, spec.scenario, context)
+    labels: list[np.ndarray] = []
+    probas: list[np.ndarray] = []
+    traces: dict[str, list[Any]] = {
+        k: [] for k in ("size", "true", "predicted", "pseudo", "estimate", "temperature")
+    }
+    adapt_seconds = 0.0
+    for batch in predict_stream(fitted, stream):
+        y_batch, proba = batch.y, batch.proba
+        adapt_seconds += batch.seconds
         labels.append(y_batch)
         probas.append(proba)
         prior, temperature = method_state(method)
@@ -449,13 +479,13 @@ def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[st
         "spec": spec.to_dict(),
         "metrics": {k: round(v, 6) for k, v in scores.items()},
         "timing": {
-            "fit_seconds": round(fit_seconds, 4),
+            "fit_seconds": round(fitted.fit_seconds, 4),
             "adapt_seconds": round(adapt_seconds, 4),
             "seconds_per_row": adapt_seconds / rows,
             "total_seconds": round(time.perf_counter() - started, 4),
         },
         "rows": rows,
-        "uses_test_labels": oracle or oracle_method,
+        "uses_test_labels": uses_test_labels(spec) or needs_test_labels(method),
         "n_classes": n_classes,
         "source_prior": _round(dataset.source_prior()),
         "target_prior": _round(np.bincount(y_all, minlength=n_classes) / rows),
@@ -542,8 +572,6 @@ def run_sweep(
             in their records: :func:`warning_summary`).
         on_record: called with each new record (e.g. to print a line).
     """
-    from adaptable.experiments.executors import LocalExecutor
-
     context = context or RunContext()
     executor = executor or LocalExecutor(workers=1)
     started = time.perf_counter()
@@ -596,8 +624,6 @@ def _prepare_sources(
     them from the cache). A failure is reported here and again by each experiment that needs
     the model.
     """
-    from adaptable.experiments.executors import LocalExecutor
-
     if not sources:
         return
     global _SHOW_TRAINING

@@ -1,4 +1,5 @@
-"""`adaptable reproduce generality`: the table definition, its experiments and its summary."""
+"""The generality role's table: its definition, its experiments, and the summary lines and
+figures every benchmark role's table shares."""
 
 from __future__ import annotations
 
@@ -10,18 +11,17 @@ import pytest
 
 from adaptable import datasets, models, shifts
 from adaptable.cli import parse_method
-from adaptable.experiments import paper
+from adaptable.experiments import benchmark, paper
 from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.tables import compare, summarize, table_specs, to_markdown, write_table
 
-TABLE = paper.TABLES["generality"]
+TABLE = benchmark.TABLES["generality"]
 
 
 def test_cases_are_registered_datasets_and_scenarios() -> None:
     assert len(TABLE.cells()) == 17 + 9 + 3
-    assert set(paper.GENERALITY_DOMAIN_SPLITS) == {"heloc", "hospital_readmission"} | set(
-        datasets.GENERALITY_TASKS
-    )
+    natural = [d for d, s in TABLE.cells() if s == "natural"]
+    assert set(natural) == {"heloc", "hospital_readmission"} | set(datasets.GENERALITY_TASKS)
     for dataset, scenario in TABLE.cells():
         assert dataset in datasets.TASKS or dataset in datasets.GENERALITY_TASKS
         assert scenario in shifts.SCENARIOS
@@ -36,8 +36,8 @@ def test_cases_are_registered_datasets_and_scenarios() -> None:
 
 def test_columns_are_the_issue_method_specs_for_each_model() -> None:
     assert list(dict.fromkeys(r.model for r in TABLE.rows)) == ["logreg", "xgboost", "mlp"]
-    assert set(paper.GENERALITY_MODELS) <= set(models.names())
-    for model in paper.GENERALITY_MODELS:
+    assert set(benchmark.MODELS) <= set(models.names())
+    for model in benchmark.MODELS:
         specs = [
             ExperimentSpec("heloc", "natural", r.model, r.method, 0, r.option_dict).label
             for r in TABLE.rows
@@ -63,7 +63,7 @@ def test_table_specs_cover_cases_models_seeds_and_group_by_source() -> None:
     sources = [s.source_key for s in specs]
     assert len([k for k, _ in itertools.groupby(sources)]) == len(set(sources)) == 17 * 3 * 3
     only = table_specs(TABLE, [0], ["cmc_education"], ["mlp"])
-    assert {s.scenario for s in only} == {"natural", *paper.GENERALITY_DIRICHLET_PRIORS}
+    assert {s.scenario for s in only} == {"natural", *benchmark.DIRICHLET_PRIORS}
     assert len(only) == 4 * 10
 
 
@@ -218,7 +218,7 @@ def test_risk_and_reach_figure_places_each_method_from_its_summary(
         "EM": (0.0, pytest.approx(-5.0)),
         "AdapTable (default)": (1.0, pytest.approx(1.0)),
     }
-    assert drawn["goal"] == paper.ISSUE_10_GOAL == (0.9, -1.0)
+    assert drawn["goal"] == benchmark.GOAL == (0.9, -1.0)
     fig = plot_risk_and_reach(
         {"EM": (0.0, -5.0), "AdapTable": (1.0, 1.0), "bad": (0.5, -40.0)},
         goal=(0.9, -1.0),
