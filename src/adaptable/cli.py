@@ -42,8 +42,8 @@ DEFAULT_DATASETS = ["hospital_readmission"]
 DEFAULT_MODELS = ["mlp"]
 # The main job: no adaptation, the one-line balanced rule, the recommended adapter, the paper's
 # AdapTable, the label-shift classics and an online one, TENT, and the oracle-prior reference.
-# LAME is left out: its affinity matrix makes it the slowest output-only method (about 2 ms per
-# row); `--methods ... lame` adds it.
+# LAME is left out: its affinity matrix makes it the slowest output-only method;
+# `--methods ... lame` adds it.
 DEFAULT_METHODS = [
     "source",
     "balanced",

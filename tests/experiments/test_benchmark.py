@@ -4,12 +4,16 @@ role but generality, and :func:`benchmark.combine`'s role column."""
 
 from __future__ import annotations
 
+import itertools
+
 import pandas as pd
 import pytest
 
-from adaptable import datasets, shifts
+from adaptable import datasets, models, shifts
+from adaptable.cli import parse_method
 from adaptable.datasets.benchmark_cases import ROLES, read_cases
 from adaptable.experiments import benchmark
+from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.tables import table_specs
 
 #: role -> (domain splits, the case whose rows give the Dirichlet shifts or None)
@@ -29,6 +33,8 @@ TASKS = {
     "sealed": datasets.SEALED_TASKS,
     "reserve": datasets.RESERVE_TASKS,
 }
+
+TABLE = benchmark.TABLES["generality"]
 
 
 def test_there_is_one_table_per_role_in_role_order() -> None:
@@ -58,7 +64,7 @@ def test_label_shifts_follow_the_records_order_not_the_domain_order() -> None:
     assert shifted == ["heloc_open_trades", "readmission_stay", "readmission_payer"]
 
 
-def test_role_cases_reads_hand_made_records() -> None:
+def test_role_cases_reads_hand_made_records(generality_records: list[dict]) -> None:
     header = (
         "name,role,base,title,column,kept,also_dropped,first,first_rule,second,second_rule,"
         "label_shift,label_shift_order,train_rows,valid_rows,id_test_rows,test_rows,"
@@ -122,3 +128,52 @@ def test_combine_puts_the_role_first_and_keeps_the_order() -> None:
     }
     assert list(a["table"]) == ["holdout", "holdout"]  # the inputs are left as they were
     assert benchmark.combine({}).empty
+
+
+def test_cases_are_registered_datasets_and_scenarios() -> None:
+    assert len(TABLE.cells()) == 17 + 9 + 3
+    natural = [d for d, s in TABLE.cells() if s == "natural"]
+    assert set(natural) == {"heloc", "hospital_readmission"} | set(datasets.GENERALITY_TASKS)
+    for dataset, scenario in TABLE.cells():
+        assert dataset in datasets.TASKS or dataset in datasets.GENERALITY_TASKS
+        assert scenario in shifts.SCENARIOS
+    label_shift = [c for c in TABLE.cells() if c[1] != "natural"]
+    assert {d for d, _ in label_shift} == {
+        "heloc", "hospital_readmission", "adult_education", "cmc_education",
+    }  # fmt: skip
+    # cmc (3 classes) gets the Dirichlet draws, the binary tasks the positive rates
+    for dataset, scenario in label_shift:
+        assert scenario.startswith("prior_dirichlet") == (dataset == "cmc_education")
+
+
+def test_columns_are_the_issue_method_specs_for_each_model() -> None:
+    assert list(dict.fromkeys(r.model for r in TABLE.rows)) == ["logreg", "xgboost", "mlp"]
+    assert set(benchmark.MODELS) <= set(models.names())
+    for model in benchmark.MODELS:
+        specs = [
+            ExperimentSpec("heloc", "natural", r.model, r.method, 0, r.option_dict).label
+            for r in TABLE.rows
+            if r.model == model
+        ]
+        assert specs == [
+            "source", "balanced", "em", "adaptable[preset=paper]", "adaptable",
+            "adaptable[calibrator=temperature]", "adaptable[fallback=plugin]",
+            "adaptable[fallback=between]", "adaptable[stream_check=model]", "oracle_prior",
+        ]  # fmt: skip
+        # The CLI's spelling of each column parses to the same (method, options).
+        for text, row in zip(specs, (r for r in TABLE.rows if r.model == model), strict=True):
+            assert parse_method(text) == (row.method, row.option_dict)
+    assert TABLE.metrics == ("macro_f1", "balanced_accuracy", "accuracy")
+    assert all(r.paper_method is None for r in TABLE.rows)  # no paper values
+
+
+def test_table_specs_cover_cases_models_seeds_and_group_by_source() -> None:
+    specs = table_specs(TABLE, [0, 1, 2])
+    assert len(specs) == 29 * 3 * 3 * 10
+    assert {(s.dataset, s.scenario) for s in specs} == set(TABLE.cells())
+    # Experiments sharing a source model are adjacent (one training / cache load each).
+    sources = [s.source_key for s in specs]
+    assert len([k for k, _ in itertools.groupby(sources)]) == len(set(sources)) == 17 * 3 * 3
+    only = table_specs(TABLE, [0], ["cmc_education"], ["mlp"])
+    assert {s.scenario for s in only} == {"natural", *benchmark.DIRICHLET_PRIORS}
+    assert len(only) == 4 * 10

@@ -7,42 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from adaptable.experiments.spec import ExperimentSpec, grid
+from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import RecordError, RecordSchema, ResultStore
-
-
-def test_key_is_stable_and_option_order_free() -> None:
-    a = ExperimentSpec("heloc", "natural", "mlp", "adaptable", 0, {"q_low": 0.1, "alpha": 0.2})
-    b = ExperimentSpec("heloc", "natural", "mlp", "adaptable", 0, {"alpha": 0.2, "q_low": 0.1})
-    assert a == b and hash(a) == hash(b)
-    assert a.key == 'heloc|natural|mlp|adaptable|seed=0|{"alpha":0.2,"q_low":0.1}'
-    assert (
-        ExperimentSpec("heloc", "natural", "mlp", "source", 1).key
-        == "heloc|natural|mlp|source|seed=1"
-    )
-    assert a.key != ExperimentSpec("heloc", "natural", "mlp", "adaptable", 0, {"alpha": 0.3}).key
-    assert ExperimentSpec.from_dict(json.loads(json.dumps(a.to_dict()))) == a
-    assert a.label == "adaptable[alpha=0.2,q_low=0.1]"
-
-
-def test_spec_rejects_bad_values() -> None:
-    with pytest.raises(ValueError, match="seed"):
-        ExperimentSpec("heloc", "natural", "mlp", "source", -1)
-    with pytest.raises(ValueError, match="dataset"):
-        ExperimentSpec("", "natural", "mlp", "source", 0)
-    with pytest.raises(TypeError, match="JSON"):
-        ExperimentSpec("heloc", "natural", "mlp", "source", 0, {"x": object()})
-
-
-def test_grid_keeps_source_models_adjacent() -> None:
-    specs = grid(
-        ["a", "b"], ["natural"], ["mlp"], ["source", ("adaptable", {"alpha": 0.5})], [0, 1]
-    )
-    assert len(specs) == 8
-    sources = [s.source_key for s in specs]
-    # each (dataset, model, seed) forms one contiguous run
-    runs = [k for i, k in enumerate(sources) if i == 0 or sources[i - 1] != k]
-    assert len(runs) == len(set(sources)) == 4
 
 
 def _record(method: str = "source", seed: int = 0, **extra: object) -> dict[str, object]:
@@ -76,7 +42,7 @@ def test_store_cuts_a_torn_last_line(tmp_path: Path) -> None:
 
 
 def test_store_keeps_a_complete_last_line_without_newline(tmp_path: Path) -> None:
-    """Issue 11, defect 1: a valid last line lacking its newline is data, not a torn write."""
+    """A valid last line lacking its newline is data, not a torn write."""
     path = tmp_path / "r.jsonl"
     first, second = _record("source"), _record("prior")
     path.write_text(json.dumps(first))  # one record, no trailing newline
@@ -93,7 +59,7 @@ def test_store_keeps_a_complete_last_line_without_newline(tmp_path: Path) -> Non
 
 
 def test_store_skips_records_without_spec_or_with_a_mismatched_key(tmp_path: Path) -> None:
-    """Issue 11, defect 8: a key without a spec is not finished work; nor is a wrong key."""
+    """A key without a spec is not finished work; nor is a wrong key."""
     path = tmp_path / "r.jsonl"
     good = _record("source")
     wrong_key = {**_record("prior"), "key": "toy|natural|softmax|other|seed=0"}

@@ -121,7 +121,7 @@ def test_run_reports_each_warning_once_with_the_experiments_that_raised_it(
 def test_bad_arguments_are_usage_errors_not_tracebacks(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """Issue 11, defects 13 and 15; option values checked by building each method once."""
+    """Option values checked by building each method once."""
     base = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source"]
     err = _usage_error([*base, "--results", str(tmp_path / "r.jsonl"), *argv], capsys)
     assert err.startswith("usage: adaptable run ")  # the subcommand's usage
@@ -144,7 +144,7 @@ def test_ray_executor_without_ray_is_a_usage_error(
 def test_unknown_names_are_rejected_before_any_work_each_once(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """Issue 11, defect 14: nothing loads or trains, and each problem is printed once."""
+    """Nothing loads or trains, and each problem is printed once."""
 
     def no_work(*args, **kwargs):
         raise AssertionError("work started before the names were checked")
@@ -172,7 +172,7 @@ def test_unknown_names_are_rejected_before_any_work_each_once(
 def test_a_store_line_without_spec_is_rerun_not_a_crash(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 11, defect 8: a key-only line used to count as finished, then raise KeyError."""
+    """A key-only line used to count as finished, then raise KeyError."""
     store = tmp_path / "r.jsonl"
     spec = ExperimentSpec("toy", "natural", "softmax", "source", 0)
     store.write_text(json.dumps({"key": spec.key}) + "\n")
@@ -251,7 +251,7 @@ def _store_of(tmp_path: Path, specs: list[ExperimentSpec], f1s) -> ResultStore:
 def test_reproduce_no_run_needs_only_the_store(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 13: tables rebuilt from the results store on a machine without the raw files."""
+    """Tables rebuilt from the results store on a machine without the raw files."""
     store = _store_of(tmp_path, table_specs(TABLES["oracle"], [0], ["heloc"]), (0.61, 0.65, 0.9))
 
     def no_data(*args, **kwargs):
