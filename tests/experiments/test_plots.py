@@ -36,7 +36,7 @@ def test_reliability_panels_show_bins_gap_and_ece() -> None:
         assert len(ax.patches) == 2 * filled  # an accuracy bar and a gap bar per filled bin
         assert (ax.get_xlabel(), ax.get_ylabel()) == ("confidence", "accuracy")
         assert len(ax.lines) == 1  # the diagonal
-    assert fig._suptitle.get_text() == "title"
+    assert fig.get_suptitle() == "title"
 
 
 def test_label_distribution_bars_heights_and_legend() -> None:

@@ -1,5 +1,6 @@
-"""The generality benchmark's data: Adult / COMPAS / German / CMC loaders and the domain-split
-cases, on small files written in each publisher's exact schema, plus the real files when present.
+"""The labelled tables the benchmark cuts: the Adult / COMPAS / German / CMC loaders and their
+domain splits, on small files written in each publisher's exact schema, plus the real files
+when present (every case's sizes: ``test_benchmark_cases.py``).
 """
 
 from __future__ import annotations
