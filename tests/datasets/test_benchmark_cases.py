@@ -96,7 +96,7 @@ def test_only_the_papers_natural_shifts_have_no_base() -> None:
         "heloc",
         "hospital_readmission",
     ]
-    assert len(benchmark_cases.domain_cases()) == 73
+    assert len(benchmark_cases.domain_splits()) == 73
 
 
 @pytest.mark.parametrize("role", list(ROLES))

@@ -242,6 +242,6 @@ def by_role(role: str) -> list[BenchmarkCase]:
     return [case for case in CASES.values() if case.role == role]
 
 
-def domain_cases() -> dict[str, BenchmarkCase]:
+def domain_splits() -> dict[str, BenchmarkCase]:
     """The cases :mod:`~adaptable.datasets.domain_cases` cuts (every case with a ``base``)."""
     return {name: case for name, case in CASES.items() if case.is_domain_case}
