@@ -214,7 +214,7 @@ def test_an_experiments_warnings_are_kept_in_its_record_not_printed(
 ) -> None:
     import warnings
 
-    from adaptable.experiments.runner import warning_summary
+    from adaptable.experiments.report import warning_summary
 
     _noisy_source(monkeypatch)
     specs = [ExperimentSpec("toy", "natural", "softmax", "source", seed) for seed in (0, 1)]

@@ -202,7 +202,12 @@ def _record(row: dict[str, str]) -> BenchmarkCase:
         second_rule=row["second_rule"],
         label_shift=row["label_shift"],
         label_shift_order=int(row["label_shift_order"] or 0),
-        sizes=tuple(int(row[k]) for k in ("train_rows", "valid_rows", "id_test_rows", "test_rows")),  # type: ignore[arg-type]
+        sizes=(
+            int(row["train_rows"]),
+            int(row["valid_rows"]),
+            int(row["id_test_rows"]),
+            int(row["test_rows"]),
+        ),
         class_balance=row["class_balance"],
     )
 

@@ -114,11 +114,11 @@ def calibration_analysis(
     """
     from adaptable.core import as_logit_function, softmax
     from adaptable.datasets import fit_encoder
+    from adaptable.experiments.report import progress_bar
     from adaptable.experiments.runner import (
         fit_experiment,
         method_state,
         predict_stream,
-        progress_bar,
         shifted_stream,
     )
 

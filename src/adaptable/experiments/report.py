@@ -1,4 +1,5 @@
-"""What a sweep tells the user on the terminal: the plan, the outcome, and warnings.
+"""What a sweep tells the user on the terminal: the plan, progress bars, the outcome, and the
+warnings its experiments kept in their records.
 
 >>> class Store:
 ...     def completed(self): return {"a": {}}
@@ -11,7 +12,9 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -50,7 +53,77 @@ def report_sweep(result: Any) -> None:
 def print_warnings(records: Iterable[Mapping[str, Any]]) -> None:
     """Each distinct warning of ``records`` once on stderr, with one experiment that raised it
     and how many more did (the records keep every one, with counts)."""
-    from adaptable.experiments.runner import warning_lines
-
     for line in warning_lines(records):
         print(line, file=sys.stderr)
+
+
+def warning_summary(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The warnings of several records, one entry per distinct (category, message): how many
+    experiments raised it (``experiments``), how often in all (``count``) and the first
+    experiment's key (``example``); most widespread first."""
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    for record in records:
+        for item in record.get("warnings", ()):
+            key = (item["category"], item["message"])
+            entry = merged.setdefault(
+                key, {**dict(zip(("category", "message"), key, strict=True)),
+                      "experiments": 0, "count": 0, "example": record.get("key")},
+            )  # fmt: skip
+            entry["experiments"] += 1
+            entry["count"] += int(item["count"])
+    return sorted(merged.values(), key=lambda e: -e["experiments"])
+
+
+def warning_lines(records: Iterable[Mapping[str, Any]]) -> list[str]:
+    """:func:`warning_summary` as one line per distinct warning, e.g. ``warning (KEY and 3
+    more): UserWarning: ...``: what the CLI and the sweep scripts print after a sweep."""
+    lines = []
+    for entry in warning_summary(records):
+        others = entry["experiments"] - 1
+        where = f"{entry['example']}" + (f" and {others} more" if others else "")
+        lines.append(f"warning ({where}): {entry['category']}: {entry['message']}")
+    return lines
+
+
+@contextmanager
+def progress_bar(total: int, enabled: bool, description: str, unit: str) -> Iterator[Any]:
+    """A tqdm bar on stderr, or a silent one when disabled or when there is nothing to do.
+
+    While the bar is on screen, warnings and log records are printed above it (through
+    ``tqdm.write``) instead of through it.
+    """
+    from tqdm.auto import tqdm
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    shown = enabled and total > 0
+    bar = tqdm(total=total, desc=description, unit=unit, disable=not shown, dynamic_ncols=True)
+    if not shown:
+        try:
+            yield bar
+        finally:
+            bar.close()
+        return
+    previous = warnings.showwarning
+
+    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+             line: str | None = None) -> None:  # fmt: skip
+        text = warnings.formatwarning(message, category, filename, lineno, line)
+        tqdm.write(text.rstrip("\n"), file=sys.stderr)
+
+    warnings.showwarning = show
+    try:
+        with logging_redirect_tqdm():
+            yield bar
+    finally:
+        warnings.showwarning = previous
+        bar.close()
+
+
+def say(bar: Any, text: str) -> None:
+    """A line above the progress bar (or a plain line on stderr when the bar is off)."""
+    from tqdm.auto import tqdm
+
+    if getattr(bar, "disable", True):
+        print(text, file=sys.stderr, flush=True)
+    else:
+        tqdm.write(text, file=sys.stderr)

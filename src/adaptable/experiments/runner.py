@@ -22,7 +22,6 @@ import traceback
 import warnings
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +30,7 @@ import numpy as np
 import adaptable.experiments.metrics as _metrics
 from adaptable.experiments.executors import LocalExecutor
 from adaptable.experiments.process import limit_threads, seed_everything, seed_method
+from adaptable.experiments.report import progress_bar, say
 from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import ResultStore
 
@@ -274,10 +274,11 @@ def run_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> d
     Warnings raised while it runs are kept in the record instead of printed: one entry per
     distinct (``category``, ``message``), with ``count`` (how many times it was raised). A
     sweep of thousands of experiments would otherwise print the same few warnings from every
-    worker; :func:`warning_summary` gathers them across records. Filters that ignore or turn a
-    warning into an error still apply (in a worker process: those it was started with, e.g.
-    from ``PYTHONWARNINGS``). An experiment that raises carries its warnings on the exception
-    (``experiment_warnings``), and a sweep's failure report quotes them.
+    worker; :func:`~adaptable.experiments.report.warning_summary` gathers them across
+    records. Filters that ignore or turn a warning into an error still apply (in a worker
+    process: those it was started with, e.g. from ``PYTHONWARNINGS``). An experiment that
+    raises carries its warnings on the exception (``experiment_warnings``), and a sweep's
+    failure report quotes them.
     """
     with warnings.catch_warnings(record=True) as caught:
         _record_every_warning()
@@ -320,34 +321,6 @@ def _distinct_warnings(caught: Sequence[warnings.WarningMessage]) -> list[dict[s
         {"category": category, "message": message, "count": count}
         for (category, message), count in counts.items()
     ]
-
-
-def warning_summary(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The warnings of several records, one entry per distinct (category, message): how many
-    experiments raised it (``experiments``), how often in all (``count``) and the first
-    experiment's key (``example``); most widespread first."""
-    merged: dict[tuple[str, str], dict[str, Any]] = {}
-    for record in records:
-        for item in record.get("warnings", ()):
-            key = (item["category"], item["message"])
-            entry = merged.setdefault(
-                key, {**dict(zip(("category", "message"), key, strict=True)),
-                      "experiments": 0, "count": 0, "example": record.get("key")},
-            )  # fmt: skip
-            entry["experiments"] += 1
-            entry["count"] += int(item["count"])
-    return sorted(merged.values(), key=lambda e: -e["experiments"])
-
-
-def warning_lines(records: Iterable[Mapping[str, Any]]) -> list[str]:
-    """:func:`warning_summary` as one line per distinct warning, e.g. ``warning (KEY and 3
-    more): UserWarning: ...``: what the CLI and the sweep scripts print after a sweep."""
-    lines = []
-    for entry in warning_summary(records):
-        others = entry["experiments"] - 1
-        where = f"{entry['example']}" + (f" and {others} more" if others else "")
-        lines.append(f"warning ({where}): {entry['category']}: {entry['message']}")
-    return lines
 
 
 @dataclass
@@ -569,7 +542,7 @@ def run_sweep(
             worker) or :class:`~adaptable.experiments.executors.RayExecutor`.
         progress: show tqdm progress bars on stderr (warnings of the sweep itself, e.g. while
             a source model trains, are printed above them; those of the experiments are kept
-            in their records: :func:`warning_summary`).
+            in their records: :func:`~adaptable.experiments.report.warning_summary`).
         on_record: called with each new record (e.g. to print a line).
     """
     context = context or RunContext()
@@ -600,7 +573,7 @@ def run_sweep(
                 result.failures[spec.key] = outcome["error"]
                 if outcome["error"] not in reported:  # one line per distinct error
                     reported.add(outcome["error"])
-                    _say(bar, f"FAILED {spec.key}: {outcome['error']}")
+                    say(bar, f"FAILED {spec.key}: {outcome['error']}")
             else:
                 store.append(outcome)
                 done[spec.key] = outcome
@@ -635,7 +608,7 @@ def _prepare_sources(
             )
             for source, outcome in executor.map_unordered(prepare_source, sources, context):
                 if isinstance(outcome, BaseException):
-                    _say(bar, f"source model {source} failed: {outcome}")
+                    say(bar, f"source model {source} failed: {outcome}")
                 bar.update(1)
             return
         for dataset, model, seed in sources:
@@ -644,7 +617,7 @@ def _prepare_sources(
             try:
                 prepare_source((dataset, model, seed), context)
             except Exception as err:  # noqa: BLE001 - the experiments report it again, per key
-                _say(
+                say(
                     bar,
                     f"source model {(dataset, model, seed)} failed: {type(err).__name__}: {err}",
                 )
@@ -682,47 +655,3 @@ def stored_only(
     result.records = [done[s.key] for s in wanted if s.key in done]
     result.reused = [r["key"] for r in result.records]
     return result
-
-
-@contextmanager
-def progress_bar(total: int, enabled: bool, description: str, unit: str) -> Iterator[Any]:
-    """A tqdm bar on stderr, or a silent one when disabled or when there is nothing to do.
-
-    While the bar is on screen, warnings and log records are printed above it (through
-    ``tqdm.write``) instead of through it.
-    """
-    from tqdm.auto import tqdm
-    from tqdm.contrib.logging import logging_redirect_tqdm
-
-    shown = enabled and total > 0
-    bar = tqdm(total=total, desc=description, unit=unit, disable=not shown, dynamic_ncols=True)
-    if not shown:
-        try:
-            yield bar
-        finally:
-            bar.close()
-        return
-    previous = warnings.showwarning
-
-    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
-             line: str | None = None) -> None:  # fmt: skip
-        text = warnings.formatwarning(message, category, filename, lineno, line)
-        tqdm.write(text.rstrip("\n"), file=sys.stderr)
-
-    warnings.showwarning = show
-    try:
-        with logging_redirect_tqdm():
-            yield bar
-    finally:
-        warnings.showwarning = previous
-        bar.close()
-
-
-def _say(bar: Any, text: str) -> None:
-    """A line above the progress bar (or a plain line on stderr when the bar is off)."""
-    from tqdm.auto import tqdm
-
-    if getattr(bar, "disable", True):
-        print(text, file=sys.stderr, flush=True)
-    else:
-        tqdm.write(text, file=sys.stderr)
