@@ -12,7 +12,7 @@ Usage::
         [--overwrite]
 
 A case is ``dataset:scenario`` (default: every case of ``adaptable reproduce generality``,
-``adaptable.experiments.paper.GENERALITY_CASES``, the natural HELOC / Readmission shifts and the
+``adaptable.experiments.benchmark.TABLES["generality"].cases``, the natural HELOC / Readmission shifts and the
 Adult / COMPAS splits first). Existing files are skipped unless ``--overwrite``. Each file is
 written to a temporary name in OUT_DIR and renamed, so a reader never sees a partial file.
 
@@ -66,7 +66,7 @@ from typing import Any
 
 import numpy as np
 
-from adaptable.experiments.paper import GENERALITY_CASES, GENERALITY_MODELS
+from adaptable.experiments.benchmark import MODELS, TABLES
 from adaptable.experiments.runner import RunContext, get_dataset, source_model
 from adaptable.experiments.spec import BATCH_SIZE
 
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         "--cases", nargs="+", default=None, metavar="DATASET[:SCENARIO]",
         help="default: every generality case",
     )  # fmt: skip
-    parser.add_argument("--models", nargs="+", default=list(GENERALITY_MODELS))
+    parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--cache-dir", default=None, help="source-model cache (default: shared)")
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    cases = [_parse_case(c) for c in args.cases] if args.cases else list(GENERALITY_CASES)
+    cases = [_parse_case(c) for c in args.cases] if args.cases else list(TABLES["generality"].cases)
     context = RunContext(data_dir=args.data_dir, cache_dir=args.cache_dir, threads=1)
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

@@ -21,7 +21,8 @@ import time
 
 from adaptable.experiments.executors import LocalExecutor
 from adaptable.experiments.paper import TABLES
-from adaptable.experiments.runner import RunContext, run_sweep, warning_lines
+from adaptable.experiments.report import warning_lines
+from adaptable.experiments.runner import RunContext, run_sweep
 from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import ResultStore
 from adaptable.experiments.tables import table_specs

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from adaptable.experiments.report import plan_line, print_warnings, report_sweep
 from adaptable.experiments.runner import Components
 
 DESCRIPTION = """\
@@ -31,6 +32,7 @@ examples:
   adaptable run                        the main job: Hospital Readmission, MLP, seed 0
   adaptable run --datasets heloc --methods source adaptable --seeds 0 1 2 --data-dir DIR
   adaptable reproduce main --data-dir DIR --seeds 0 1 2
+  adaptable reproduce benchmark --roles development confirmation --data-dir DIR
   adaptable plot                       every figure, on the embedded Hospital Readmission data
   adaptable COMMAND --help             the options of a command and the valid names
 """
@@ -40,8 +42,8 @@ DEFAULT_DATASETS = ["hospital_readmission"]
 DEFAULT_MODELS = ["mlp"]
 # The main job: no adaptation, the one-line balanced rule, the recommended adapter, the paper's
 # AdapTable, the label-shift classics and an online one, TENT, and the oracle-prior reference.
-# LAME is left out: its affinity matrix makes it the slowest output-only method (about 2 ms per
-# row); `--methods ... lame` adds it.
+# LAME is left out: its affinity matrix makes it the slowest output-only method;
+# `--methods ... lame` adds it.
 DEFAULT_METHODS = [
     "source",
     "balanced",
@@ -226,8 +228,9 @@ def _add_grid(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> None
 def build_parser(components: Components | None = None) -> argparse.ArgumentParser:
     """The ``adaptable`` argument parser (``components``: where valid names come from)."""
     from adaptable import __version__
+    from adaptable.datasets.benchmark_cases import ROLES
     from adaptable.experiments.figures import FIGURES
-    from adaptable.experiments.paper import TABLES
+    from adaptable.experiments.reproduce import TABLES
 
     components = components or Components()
     parser = argparse.ArgumentParser(
@@ -277,17 +280,27 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
 
     rep = sub.add_parser(
         "reproduce",
-        help="run a paper table and write ours vs the paper (Markdown, CSV)",
+        help="run a paper or benchmark table and write it (Markdown, CSV, figures)",
         description="Run what a table of the paper needs, then write our numbers beside the "
-        "paper's as Markdown and CSV.",
+        "paper's as Markdown and CSV; or run the benchmark's roles (domain splits and label "
+        "shifts) and write them as one table with a role column.",
         name_kinds=("dataset", "model"),
         components=components,
     )
     rep.add_argument(
         "table",
-        choices=[*TABLES, "all"],
-        help="the table (or all: every table but the sealed and reserve benchmarks, which run "
-        "only by name)",
+        choices=[*TABLES, "all", "benchmark"],
+        help="a table (a benchmark role's name writes that role alone); all: every table but "
+        "the sealed and reserve roles, which run only by name; benchmark: the roles of --roles "
+        "as one table",
+    )
+    rep.add_argument(
+        "--roles",
+        nargs="+",
+        default=None,
+        metavar="ROLE",
+        help=f"with benchmark: the roles to run, of {', '.join(ROLES)} (default: all but "
+        "sealed and reserve)",
     )
     _add_grid(
         rep,
@@ -348,7 +361,7 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
 
 
 # --------------------------------------------------------------------------- checks
-def _check(args: argparse.Namespace, components: Components) -> None:
+def check_args(args: argparse.Namespace, components: Components) -> None:
     """Every problem with the arguments, found before any work starts; one parser error."""
     problems: list[str] = []
     if args.data_dir is not None and not Path(args.data_dir).expanduser().is_dir():
@@ -369,9 +382,11 @@ def _check(args: argparse.Namespace, components: Components) -> None:
         problems += _unbuildable(components, methods)
         args.parsed_methods = methods
     elif args.command == "reproduce":
+        from adaptable.experiments.reproduce import request_problems
+
         problems += _unknown(components, args.datasets or [], args.models or [], [], [])
         if not problems:
-            problems += _table_problems(args)
+            problems += request_problems(args.table, _request(args), args.roles)
     elif args.command == "plot":
         from adaptable.experiments.figures import FIGURES
 
@@ -432,16 +447,6 @@ def _label(name: str, options: dict[str, Any]) -> str:
     return f"{name}[{inner}]" if options else name
 
 
-def _table_names(table: str) -> list[str]:
-    """The tables ``adaptable reproduce TABLE`` runs: ``all`` leaves the sealed ones out, so that
-    a benchmark kept for judging the next design is never run by accident."""
-    from adaptable.experiments.paper import SEALED_TABLES, TABLES
-
-    if table != "all":
-        return [table]
-    return [name for name in TABLES if name not in SEALED_TABLES]
-
-
 def _canonical(datasets: Sequence[str]) -> list[str]:
     """Task names with TableShift's identifiers and short names resolved (``readmission``)."""
     from adaptable.datasets.registry import canonical
@@ -449,22 +454,14 @@ def _canonical(datasets: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(canonical(d) for d in datasets))
 
 
-def _table_problems(args: argparse.Namespace) -> list[str]:
-    from adaptable.experiments.paper import TABLES
-    from adaptable.experiments.tables import table_specs
+def _request(args: argparse.Namespace) -> Any:
+    from adaptable.experiments.reproduce import Request
 
-    problems = []
-    for name in _table_names(args.table):
-        try:
-            table_specs(TABLES[name], args.seeds, args.datasets, args.models)
-        except ValueError as err:
-            if args.table != "all":  # with "all", --models picks the tables that have them
-                problems.append(str(err))
-    if args.table == "all" and args.datasets:
-        held = {d for name in _table_names("all") for d in TABLES[name].datasets}
-        if not held & set(args.datasets):
-            problems.append(f"no table holds dataset(s) {args.datasets}")
-    return problems
+    return Request(
+        seeds=args.seeds, datasets=args.datasets, models=args.models, out=args.out,
+        latex=args.latex, run=not args.no_run, progress=not args.no_progress,
+        several=args.table in ("all", "benchmark"),
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- commands
@@ -481,49 +478,6 @@ def _context_and_executor(args: argparse.Namespace, components: Components) -> t
     return context, executor
 
 
-def _plan(specs: Sequence[Any], store: Any, run: bool = True) -> str:
-    """``"12 experiments (4 already in the results store, 8 to run)"``."""
-    stored = store.completed()
-    reused = sum(s.key in stored for s in specs)
-    if not run:
-        return f"{len(specs)} experiments ({reused} in the results store; --no-run runs none)"
-    return (
-        f"{len(specs)} experiments ({reused} already in the results store, "
-        f"{len(specs) - reused} to run)"
-    )
-
-
-def _report_sweep(result: Any) -> None:
-    print(
-        f"{len(result.ran)} experiments run, {len(result.reused)} reused from the store, "
-        f"{len(result.failures)} failed, in {result.seconds:.1f} s"
-    )
-    for name, reason in result.skipped.items():
-        print(f"skipped dataset {name}: {reason}")
-    by_error: dict[str, list[str]] = {}
-    for key, error in result.failures.items():
-        by_error.setdefault(error, []).append(key)
-    for error, keys in by_error.items():
-        more = f" (and {len(keys) - 1} more with the same error)" if len(keys) > 1 else ""
-        print(f"failed {keys[0]}{more}: {error}")
-    _report_warnings(result)
-
-
-def _report_warnings(result: Any) -> None:
-    """The warnings of the experiments run in this call (not those reused), each once."""
-    ran = set(result.ran)
-    _print_warnings(r for r in result.records if r.get("key") in ran)
-
-
-def _print_warnings(records: Any) -> None:
-    """Each distinct warning of ``records`` once on stderr, with one experiment that raised it
-    and how many more did (the records keep every one, with counts)."""
-    from adaptable.experiments.runner import warning_lines
-
-    for line in warning_lines(records):
-        print(line, file=sys.stderr)
-
-
 def cmd_run(args: argparse.Namespace, components: Components) -> int:
     """``adaptable run``: a sweep over the given grid, then a summary table."""
     from adaptable.experiments.runner import run_sweep
@@ -533,7 +487,7 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
 
     specs = grid(args.datasets, args.scenarios, args.models, args.parsed_methods, args.seeds)
     store = ResultStore(args.results)
-    print(f"{_plan(specs, store)}; results store: {store.path}", flush=True)
+    print(f"{plan_line(specs, store)}; results store: {store.path}", flush=True)
     context, executor = _context_and_executor(args, components)
     try:
         result = run_sweep(
@@ -543,71 +497,29 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
         executor.close()
     if result.records:
         print(summary(result.records))
-    _report_sweep(result)
+    report_sweep(result)
     return 0 if result.records and not result.failures else 1
 
 
 def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:
-    """``adaptable reproduce TABLE``: run what the table needs, write ours vs the paper."""
-    from adaptable.experiments.figures import case_gains_figure, risk_and_reach_figure
-    from adaptable.experiments.paper import TABLES
-    from adaptable.experiments.runner import RunContext, run_sweep, stored_only
+    """``adaptable reproduce TABLE``: :mod:`adaptable.experiments.reproduce` does the work."""
+    import adaptable.experiments.reproduce as reproduce
+    from adaptable.experiments.runner import RunContext
     from adaptable.experiments.store import ResultStore
-    from adaptable.experiments.tables import compare, summarize, table_specs, write_table
 
-    names = _table_names(args.table)
     store = ResultStore(args.results)
     if args.no_run:
         context, executor = RunContext(components=components), None
     else:
         context, executor = _context_and_executor(args, components)
-    status = 0
+    names = reproduce.table_names(args.table, args.roles)
     try:
-        for name in names:
-            table = TABLES[name]
-            datasets = args.datasets or list(table.datasets)
-            if args.table == "all" and args.datasets:
-                # each table runs the requested datasets it holds, if any
-                datasets = [d for d in datasets if d in set(table.datasets)]
-                if not datasets:
-                    print(f"[{name}] skipped: none of --datasets is among its datasets")
-                    continue
-            try:
-                specs = table_specs(table, args.seeds, datasets, args.models)
-            except ValueError as err:  # "all" with --models: tables without those models
-                print(f"[{name}] skipped: {err}")
-                continue
-            plan = _plan(specs, store, run=not args.no_run)
-            print(f"[{name}] {plan}; results store: {store.path}", flush=True)
-            if args.no_run:
-                result = stored_only(specs, store, context, check_data=False)
-                found = {r["spec"]["dataset"] for r in result.records}
-                result.skipped = {
-                    d: "no results for this table in the results store" for d in datasets
-                    if d not in found
-                }  # fmt: skip
-            else:
-                result = run_sweep(
-                    specs, store, context=context, executor=executor, progress=not args.no_progress
-                )
-            _report_sweep(result)
-            present = [d for d in datasets if d not in result.skipped]
-            frame = compare(table, result.records, args.seeds, present)
-            paths = write_table(
-                frame, table, args.out, skipped=result.skipped, failures=result.failures,
-                seeds=args.seeds, latex=args.latex,
-            )  # fmt: skip
-            figures = [case_gains_figure(frame, table, args.out)]
-            if table.summary is not None:
-                figures.append(risk_and_reach_figure(summarize(frame, table), table, args.out))
-            paths += [figure for figure in figures if figure is not None]
-            print(paths[0].read_text())
-            print("wrote " + ", ".join(str(p) for p in paths))
-            status = status or (1 if result.failures else 0)
+        if args.table == "benchmark":
+            return reproduce.reproduce_benchmark(names, _request(args), store, context, executor)
+        return reproduce.reproduce_tables(names, _request(args), store, context, executor)
     finally:
         if executor is not None:
             executor.close()
-    return status
 
 
 def cmd_plot(args: argparse.Namespace, components: Components) -> int:
@@ -634,7 +546,7 @@ def cmd_plot(args: argparse.Namespace, components: Components) -> int:
     )
     print(
         f"{len(figures)} figure(s) for {len(combos)} dataset / model / seed combination(s): "
-        f"{_plan(specs, store)}{extra}; results store: {store.path}",
+        f"{plan_line(specs, store)}{extra}; results store: {store.path}",
         flush=True,
     )
     context, executor = _context_and_executor(args, components)
@@ -651,7 +563,7 @@ def cmd_plot(args: argparse.Namespace, components: Components) -> int:
     finally:
         executor.close()
     wanted = {spec.key for spec in specs} - stored_before
-    _print_warnings(r for key, r in store.completed().items() if key in wanted)
+    print_warnings(r for key, r in store.completed().items() if key in wanted)
     for name, outcome in written.items():
         print(f"{name:45s} {outcome}")
     return 0 if all(str(p).endswith(".png") for p in written.values()) else 1
@@ -709,7 +621,7 @@ def _silence_stdout() -> None:
 def _main(argv: list[str] | None, components: Components | None) -> int:
     components = components or Components()
     args = build_parser(components).parse_args(argv)
-    _check(args, components)
+    check_args(args, components)
     if args.command == "datasets":
         from adaptable import datasets
 
@@ -721,7 +633,7 @@ def _main(argv: list[str] | None, components: Components | None) -> int:
             state = "present" if info["present"] else "absent"
             print(f"{name:22s} {state}")
         return 0
-    from adaptable.experiments.runner import limit_threads
+    from adaptable.experiments.process import limit_threads
 
     limit_threads(args.threads)
     started = time.perf_counter()

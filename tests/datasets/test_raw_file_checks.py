@@ -1,4 +1,4 @@
-"""Every loader checks its raw file's columns, kinds and split column (issue 11, defects 5, 11).
+"""Every loader checks its raw file's columns, kinds and split column.
 
 A wrong cell must end in a DataFormatError naming the file and the column, never in rows sent to
 the wrong split, NaN features, or ``invalid literal for int()``.
@@ -180,7 +180,7 @@ def test_icu_mortality_checks_target_and_insurance(tmp_path: Path) -> None:
 
 
 def test_missing_file_errors_name_every_way_to_point_at_the_data(tmp_path: Path) -> None:
-    """Issue 13: the message names --data-dir, the API argument, the variable and the default."""
+    """The message names --data-dir, the API argument, the variable and the default."""
     for task in ("heloc", "voting", "childhood_lead", "diabetes", "icu_mortality"):
         with pytest.raises(datasets.DataFileError) as info:
             datasets.load(task, data_dir=tmp_path)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,6 @@ import pytest
 from adaptable.experiments import figures, plots, testing
 from adaptable.experiments.metrics import reliability_bins
 from adaptable.experiments.runner import RunContext
-from adaptable.experiments.store import ResultStore
 
 CONTEXT = RunContext(components=testing.COMPONENTS)
 
@@ -38,7 +36,7 @@ def test_reliability_panels_show_bins_gap_and_ece() -> None:
         assert len(ax.patches) == 2 * filled  # an accuracy bar and a gap bar per filled bin
         assert (ax.get_xlabel(), ax.get_ylabel()) == ("confidence", "accuracy")
         assert len(ax.lines) == 1  # the diagonal
-    assert fig._suptitle.get_text() == "title"
+    assert fig.get_suptitle() == "title"
 
 
 def test_label_distribution_bars_heights_and_legend() -> None:
@@ -60,7 +58,7 @@ def test_js_divergence_one_line_per_series_with_its_mean() -> None:
 
 
 def test_temperature_vs_mmd_leaves_degenerate_scenarios_out_of_the_correlation() -> None:
-    """Issue 13: a scenario whose stream repeats one row must not decide the correlation."""
+    """A scenario whose stream repeats one row must not decide the correlation."""
     points = [{"scenario": "natural", "mmd": m, "temperature": 2.0 - m} for m in (0.1, 0.2, 0.3)]
     points += [{"scenario": "gaussian", "mmd": m, "temperature": 2.0 - m} for m in (0.4, 0.5)]
     # one far-away repeated row with a huge temperature: with it, r would be strongly positive
@@ -98,7 +96,7 @@ def test_sensitivity_one_panel_per_parameter() -> None:
 
 
 def test_efficiency_labels_cannot_overlap() -> None:
-    """Issue 13: methods of equal speed and accuracy used to print their names on each other."""
+    """Methods of equal speed and accuracy used to print their names on each other."""
     methods = ["AdapTable", "AdapTable w/o calibrator", "EM", "BBSE", "Source"]
     frame = pd.DataFrame(
         [{"method": m, "metric": k, "ours_mean": v}
@@ -124,7 +122,7 @@ def test_save_figure_writes_a_png(tmp_path: Path) -> None:
 
 
 def test_plots_module_runs_nothing_and_imports_no_private_name() -> None:
-    """Issue 13: plotting takes results; one softmax; no private imports across modules."""
+    """Plotting takes results; one softmax; no private imports across modules."""
     tree = ast.parse(Path(plots.__file__).read_text())
     functions = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
     assert "_softmax" not in functions and "calibration_analysis" not in functions
@@ -136,62 +134,3 @@ def test_plots_module_runs_nothing_and_imports_no_private_name() -> None:
         if module is plots:
             imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
             assert "adaptable.experiments.runner" not in imported
-
-
-def test_make_figures_from_the_toy_providers(tmp_path: Path) -> None:
-    written = figures.make_figures(
-        ["reliability", "label_distribution", "js_divergence", "temperature_mmd"],
-        dataset="toy", model="softmax", seed=0, out_dir=tmp_path,
-        store=ResultStore(tmp_path / "r.jsonl"), context=CONTEXT, progress=False, method="prior",
-    )  # fmt: skip
-    for name, path in written.items():
-        assert path.endswith(f"{name}_toy_softmax_s0.png"), (name, path)
-        assert Path(path).read_bytes()[:4] == b"\x89PNG"
-    skipped = figures.make_figures(
-        ["reliability"], dataset="nowhere", model="softmax", seed=0, out_dir=tmp_path,
-        store=ResultStore(tmp_path / "r.jsonl"), context=CONTEXT, progress=False,
-    )  # fmt: skip
-    assert skipped["reliability"].startswith("skipped: toy data set 'nowhere' is absent")
-
-
-@dataclass
-class _RepeatingStream(testing.ToyStream):
-    """A stream that says it carries about one distinct row, as a degenerate resample does."""
-
-    @property
-    def info(self) -> dict[str, float]:
-        return {"effective_rows": 1.0}
-
-
-def _repeating_shift(name: str, dataset, seed: int):
-    if name == "repeat":
-        X = dataset.test.X.iloc[[0] * len(dataset.test.y)].reset_index(drop=True)
-        return _RepeatingStream(name, X, dataset.test.y[[0] * len(dataset.test.y)])
-    return testing.apply_shift(name, dataset, seed)
-
-
-def test_calibration_analysis_flags_a_degenerate_scenario() -> None:
-    context = RunContext(components=replace(testing.COMPONENTS, apply_shift=_repeating_shift))
-    analysis = figures.calibration_analysis(
-        "toy", "softmax", 0, context, method="prior", scenarios=("natural", "repeat", "absent")
-    )
-    assert analysis["degenerate"] == {"repeat": "stream repeats ~1 test row"}
-    assert set(analysis["skipped_scenarios"]) == {"absent"}
-    assert {p["scenario"] for p in analysis["points"]} == {"natural", "repeat"}
-    assert sum(analysis["before"]["count"]) == 320  # the whole natural stream
-    # the temperatures change the probabilities, so the two diagrams differ
-    assert analysis["before"]["confidence"] != analysis["after"]["confidence"]
-
-
-def _randomly_configured(name: str, **options):
-    """A method whose construction draws from the global generator (as torch inits do)."""
-    return testing.ToyPriorShift(temperature=float(np.random.uniform(0.5, 3.0)), **options)
-
-
-def test_calibration_analysis_depends_on_the_seed_not_on_what_ran_before() -> None:
-    context = RunContext(components=replace(testing.COMPONENTS, create_method=_randomly_configured))
-    first = figures.calibration_analysis("toy", "softmax", 0, context, scenarios=("natural",))
-    np.random.seed(12345)  # whatever ran before in this process
-    np.random.uniform(size=7)
-    second = figures.calibration_analysis("toy", "softmax", 0, context, scenarios=("natural",))
-    assert first["points"] == second["points"]

@@ -149,7 +149,7 @@ def test_only_the_oracle_study_passes_test_labels() -> None:
 def test_progress_names_the_source_model_and_stays_quiet_when_all_is_reused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 13: say which model trains (not a bar frozen at 0/N); no empty bars."""
+    """Say which model trains (not a bar frozen at 0/N); no empty bars."""
     clear_memo()
     store = ResultStore(tmp_path / "r.jsonl")
     specs = grid(["toy"], ["natural"], ["softmax"], ["source", "prior"], [0])
@@ -214,7 +214,7 @@ def test_an_experiments_warnings_are_kept_in_its_record_not_printed(
 ) -> None:
     import warnings
 
-    from adaptable.experiments.runner import warning_summary
+    from adaptable.experiments.report import warning_summary
 
     _noisy_source(monkeypatch)
     specs = [ExperimentSpec("toy", "natural", "softmax", "source", seed) for seed in (0, 1)]
@@ -366,3 +366,36 @@ def test_an_exception_that_takes_no_attribute_is_still_the_reported_error(
     outcome = _run_task(ExperimentSpec("toy", "natural", "softmax", "source", 0), CONTEXT)
     assert outcome["error"].startswith("_FrozenError: ")
     assert "the real cause" in outcome["error"] and outcome["warnings"] == []
+
+
+def test_fit_and_predict_stream_are_the_experiments_own_loop() -> None:
+    from adaptable.experiments.metrics import classification_metrics
+    from adaptable.experiments.runner import fit_experiment, predict_stream, shifted_stream
+
+    spec = ExperimentSpec("toy3", "natural", "softmax", "prior", 0, {"alpha": 0.3})
+    record = run_experiment(spec, CONTEXT)
+    fitted = fit_experiment(spec, CONTEXT)
+    batches = list(predict_stream(fitted, shifted_stream(fitted, "natural", CONTEXT)))
+    assert [len(b.y) for b in batches] == record["traces"]["size"]
+    assert all(b.proba.shape == (len(b.y), 3) and b.seconds >= 0 for b in batches)
+    y = np.concatenate([b.y for b in batches])
+    scores = classification_metrics(y, np.concatenate([b.proba for b in batches]))
+    assert {k: round(v, 6) for k, v in scores.items()} == record["metrics"]
+    # a caller may stop early; the stream's batch size can be chosen
+    fitted = fit_experiment(spec, CONTEXT)
+    first = next(predict_stream(fitted, shifted_stream(fitted, "natural", CONTEXT), 10))
+    assert len(first.y) == 10
+
+
+def test_predict_stream_refuses_a_wrongly_shaped_prediction() -> None:
+    from adaptable.experiments.runner import fit_experiment, predict_stream, shifted_stream
+
+    fitted = fit_experiment(ExperimentSpec("toy", "natural", "softmax", "source", 0), CONTEXT)
+
+    class OneColumn:
+        def predict_proba(self, X):
+            return np.ones((len(X), 1))
+
+    fitted.method = OneColumn()
+    with pytest.raises(ValueError, match="returned shape"):
+        next(predict_stream(fitted, shifted_stream(fitted, "natural", CONTEXT)))

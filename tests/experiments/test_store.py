@@ -1,4 +1,5 @@
-"""What the results store accepts as its file: checked before any work, foreign files untouched."""
+"""The experiment key, the JSON-lines results store, and what it accepts as its file (checked
+before any work; foreign files are never modified)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,99 @@ import pytest
 from adaptable import cli
 from adaptable.experiments import testing
 from adaptable.experiments.spec import ExperimentSpec
-from adaptable.experiments.store import ResultsPathError, ResultStore, check_results_path
+from adaptable.experiments.store import (
+    RecordError,
+    RecordSchema,
+    ResultsPathError,
+    ResultStore,
+    check_results_path,
+)
+
+
+def _record(method: str = "source", seed: int = 0, **extra: object) -> dict[str, object]:
+    """A minimal valid record (key, spec, metrics) of a toy experiment."""
+    spec = ExperimentSpec("toy", "natural", "softmax", method, seed)
+    return {"key": spec.key, "spec": spec.to_dict(), "metrics": {"accuracy": 0.5}, **extra}
+
+
+def test_store_append_read_and_later_line_wins(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "sub" / "r.jsonl")
+    assert store.completed() == {}
+    a, b = _record("source")["key"], _record("prior")["key"]
+    store.append(_record("source", v=1))
+    store.append(_record("prior", v=2))
+    store.append(_record("source", v=3))
+    assert {k: r["v"] for k, r in store.completed().items()} == {a: 3, b: 2}
+    with pytest.raises(RecordError, match="key"):
+        store.append({"v": 1})
+
+
+def test_store_cuts_a_torn_last_line(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    store = ResultStore(path)
+    store.append(_record("source"))
+    with open(path, "a") as handle:
+        handle.write('{"key": "b", "metrics": {"mac')  # a writer killed mid-line
+    assert list(store.completed()) == [_record("source")["key"]]
+    store.append(_record("prior"))
+    lines = path.read_text().splitlines()
+    assert [json.loads(line)["spec"]["method"] for line in lines] == ["source", "prior"]
+
+
+def test_store_keeps_a_complete_last_line_without_newline(tmp_path: Path) -> None:
+    """A valid last line lacking its newline is data, not a torn write."""
+    path = tmp_path / "r.jsonl"
+    first, second = _record("source"), _record("prior")
+    path.write_text(json.dumps(first))  # one record, no trailing newline
+    store = ResultStore(path)
+    assert list(store.completed()) == [first["key"]]
+    store.append(second)
+    assert list(store.completed()) == [first["key"], second["key"]]
+    assert path.read_text().count("\n") == 2
+    # a record with NaN metrics (allowed) is complete JSON too
+    third = _record("fail", metrics={"accuracy": float("nan")})
+    path.write_text(path.read_text() + json.dumps(third))
+    store.append(_record("source", seed=1))
+    assert len(store.completed()) == 4
+
+
+def test_store_skips_records_without_spec_or_with_a_mismatched_key(tmp_path: Path) -> None:
+    """A key without a spec is not finished work; nor is a wrong key."""
+    path = tmp_path / "r.jsonl"
+    good = _record("source")
+    wrong_key = {**_record("prior"), "key": "toy|natural|softmax|other|seed=0"}
+    bad_metric = _record("fail", metrics={"accuracy": "high"})
+    lines = [{"key": good["key"].replace("source", "prior")}, wrong_key, bad_metric, good]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.warns(UserWarning) as caught:
+        completed = ResultStore(path).completed()
+    assert list(completed) == [good["key"]]
+    messages = [str(w.message) for w in caught]
+    assert any("r.jsonl:1" in m and "no 'spec' field" in m for m in messages)
+    assert any("r.jsonl:2" in m and "does not match its spec" in m for m in messages)
+    assert any("r.jsonl:3" in m and "must be a number" in m for m in messages)
+
+
+def test_record_schema_rejects_what_the_readers_need() -> None:
+    good = _record("source")
+    assert RecordSchema.validate(good).key == good["key"]
+    for broken, message in [
+        ([1, 2], "JSON object"),
+        ({**good, "key": ""}, "non-empty"),
+        ({**good, "spec": {"dataset": "toy"}}, "does not describe"),
+        ({**good, "spec": "toy"}, "must be an object"),
+        ({**good, "metrics": [0.5]}, "must be an object"),
+        ({**good, "metrics": {"accuracy": True}}, "must be a number"),
+    ]:
+        with pytest.raises(RecordError, match=message):
+            RecordSchema.validate(broken)
+
 
 CSV = b"name,score\nalice,0.5\nbob,0.7"  # a last line without its newline
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def _record(method: str = "source") -> dict[str, object]:
+def _toy_record(method: str = "source") -> dict[str, object]:
     spec = ExperimentSpec("toy", "natural", "softmax", method, 0)
     return {"key": spec.key, "spec": spec.to_dict(), "metrics": {"accuracy": 0.5}}
 
@@ -67,7 +154,7 @@ def test_a_file_that_is_not_a_store_is_refused_and_left_as_it_is(
         check_results_path(path)
     assert problem in str(info.value) and str(path) in str(info.value)
     with pytest.raises(ResultsPathError, match="is not a results store"):
-        ResultStore(path).append(_record())
+        ResultStore(path).append(_toy_record())
     assert path.read_bytes() == content
 
 
@@ -87,8 +174,8 @@ def test_run_refuses_a_foreign_file_before_any_work(
     [
         b"",  # a new, empty store
         b"\n\n",  # blank lines only
-        json.dumps(_record()).encode() + b"\n",
-        json.dumps(_record()).encode(),  # a complete record without its newline
+        json.dumps(_toy_record()).encode() + b"\n",
+        json.dumps(_toy_record()).encode(),  # a complete record without its newline
         b'{"key":"toy|natural|soft',  # the first record, torn by a killed writer
         b'{"key": "x"}\nnot json\n',  # a store whose later line is damaged (read skips it)
     ],
@@ -104,8 +191,8 @@ def test_a_store_is_accepted_unchanged(tmp_path: Path, content: bytes) -> None:
 def test_append_still_writes_to_a_store(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     path.write_bytes(b'{"key":"toy|natural|soft')  # torn first record: cut, then the new line
-    ResultStore(path).append(_record())
-    assert list(ResultStore(path).completed()) == [_record()["key"]]
+    ResultStore(path).append(_toy_record())
+    assert list(ResultStore(path).completed()) == [_toy_record()["key"]]
 
 
 # ----------------------------------------------------------------------- unwritable paths
@@ -131,7 +218,7 @@ def test_an_unwritable_folder_or_file_is_refused_for_writing(tmp_path: Path) -> 
     folder = tmp_path / "locked"
     folder.mkdir()
     store = folder / "r.jsonl"
-    store.write_text(json.dumps(_record()) + "\n")
+    store.write_text(json.dumps(_toy_record()) + "\n")
     store.chmod(0o444)
     folder.chmod(0o555)
     try:

@@ -8,9 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from adaptable.experiments import paper
+from adaptable.experiments import benchmark, paper
 from adaptable.experiments.spec import ExperimentSpec
-from adaptable.experiments.tables import compare, summary, table_specs, to_markdown, write_table
+from adaptable.experiments.tables import (
+    compare,
+    summarize,
+    summary,
+    table_specs,
+    to_markdown,
+    write_table,
+)
+
+TABLE = benchmark.TABLES["generality"]
 
 
 def _record(spec: ExperimentSpec, f1: float, bacc: float = 0.5, per_row: float = 1e-4) -> dict:
@@ -20,49 +29,6 @@ def _record(spec: ExperimentSpec, f1: float, bacc: float = 0.5, per_row: float =
         "metrics": {"macro_f1": f1, "balanced_accuracy": bacc, "accuracy": 0.5, "ece": 0.1},
         "timing": {"seconds_per_row": per_row, "adapt_seconds": 1.0},
     }
-
-
-def test_packaged_paper_csv_has_every_row() -> None:
-    rows = paper.paper_rows()
-    assert len(rows) == 417
-    assert {r["table"] for r in rows} == {
-        "main", "corruption", "architecture", "label_shift", "calibrator_ablation", "oracle",
-    }  # fmt: skip
-    assert paper.paper_value("main", "natural", "MLP", "heloc", "Source", "balanced_accuracy") == (
-        53.2,
-        1.5,
-    )
-    assert paper.paper_value("main", "natural", "MLP", "heloc", "EM", "macro_f1") is None
-
-
-def test_every_paper_value_belongs_to_a_table_cell() -> None:
-    reached = set()
-    for table in paper.TABLES.values():
-        for dataset in table.datasets:
-            for scenario in table.scenarios:
-                for row in table.rows:
-                    for metric in table.metrics:
-                        if table.paper_table and row.paper_method:
-                            found = paper.paper_value(
-                                table.paper_table,
-                                scenario,
-                                row.paper_model,
-                                dataset,
-                                row.paper_method,
-                                metric,
-                            )
-                            if found:
-                                reached.add(
-                                    (
-                                        table.paper_table,
-                                        scenario,
-                                        row.paper_model,
-                                        dataset,
-                                        row.paper_method,
-                                        metric,
-                                    )
-                                )
-    assert len(reached) == len(paper.paper_rows())
 
 
 def test_table_specs_cover_rows_seeds_and_options() -> None:
@@ -128,3 +94,72 @@ def test_summary_groups_seeds() -> None:
     specs = [ExperimentSpec("toy", "natural", "m", "source", s) for s in (0, 1)]
     text = summary([_record(s, f) for s, f in zip(specs, (0.5, 0.7), strict=True)])
     assert "| toy | natural | m | source | 2 | 60.0 ± 10.0 |" in text
+
+
+def test_summary_compares_per_case_means(generality_records: list[dict]) -> None:
+    frame = compare(TABLE, generality_records, [0, 1], ["heloc"])
+    lines = summarize(frame, TABLE)
+    f1 = lines[(lines["metric"] == "macro_f1") & (lines["group"] == "all")].set_index("method")
+    em, default = f1.loc["EM"], f1.loc["AdapTable (default)"]
+    # EM: +5 and -5 vs Source; vs max(Source, Balanced) = 60 and 70: -4 and -5.
+    assert (em["cases"], em["won"], em["lost"]) == (2, 1, 1)
+    assert em["mean_difference"] == pytest.approx(0.0)
+    assert em["worst_difference"] == pytest.approx(-5.0)
+    assert em["worst_difference_vs_bar"] == pytest.approx(-5.0)
+    assert em["within_tolerance_of_bar"] == 0
+    # AdapTable: +8 and +1; vs the bar -1 and +1: both within 1.5.
+    assert (default["won"], default["lost"]) == (2, 0)
+    assert default["mean_difference"] == pytest.approx(4.5)
+    assert default["worst_difference_vs_bar"] == pytest.approx(-1.0)
+    assert default["within_tolerance_of_bar"] == 2
+    # Methods that never ran have no case; the groups split the cases by scenario.
+    assert f1.loc["Oracle prior", "cases"] == 0
+    groups = lines[(lines["metric"] == "macro_f1") & (lines["method"] == "EM")]
+    by_group = groups.set_index("group")["mean_difference"]
+    assert by_group["domain splits"] == pytest.approx(5.0)
+    assert by_group["pure label shift"] == pytest.approx(-5.0)
+
+
+def test_markdown_and_files(tmp_path: Path, generality_records: list[dict]) -> None:
+    frame = compare(TABLE, generality_records, [0, 1, 2], ["heloc"])
+    text = to_markdown(frame, TABLE, seeds=[0, 1, 2])
+    assert "### Summary, F1, all" in text and "### Summary, bAcc, pure label shift" in text
+    assert "### Per case, Acc" in text
+    assert "| heloc | prior 0.1 | logreg | 70.0 (2 of 3 seeds) |" in text
+    assert "not run" in text  # the AdapTable (paper) column, for example
+    paths = write_table(frame, TABLE, tmp_path, seeds=[0, 1, 2])
+    assert [p.name for p in paths] == ["generality.md", "generality.csv", "generality_summary.csv"]
+    with paths[2].open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert {r["group"] for r in rows} == {"all", "domain splits", "pure label shift"}
+    em = next(r for r in rows if r["method"] == "EM" and r["group"] == "all")
+    assert float(em["worst_difference"]) == pytest.approx(-5.0)
+
+
+def test_summary_needs_a_summary_definition() -> None:
+    frame = compare(paper.TABLES["oracle"], [], [0], ["heloc"])
+    with pytest.raises(ValueError, match="no summary"):
+        summarize(frame, paper.TABLES["oracle"])
+
+
+def test_repeated_failures_are_written_once(generality_records: list[dict]) -> None:
+    frame = compare(TABLE, generality_records, [0, 1], ["heloc"])
+    error = "TypeError: method 'adaptable' (AdapTable): bad options {'preset': 'paper'}"
+    failures = {f"heloc|natural|mlp|adaptable|seed={s}|preset": error for s in range(5)}
+    failures["heloc|natural|mlp|em|seed=0"] = "ValueError: something else"
+    text = to_markdown(frame, TABLE, failures=failures, seeds=[0, 1])
+    assert f"- 5 experiments, e.g. `heloc|natural|mlp|adaptable|seed=0|preset`: {error}" in text
+    assert "- `heloc|natural|mlp|em|seed=0`: ValueError: something else" in text
+    assert text.count("bad options") == 1
+
+
+def test_a_benchmark_rejects_datasets_it_does_not_cut() -> None:
+    with pytest.raises(ValueError, match=r"no cases for dataset\(s\) \['heloc_trades'\]"):
+        table_specs(TABLE, [0], ["heloc", "heloc_trades"])
+    only = table_specs(TABLE, [0], ["heloc_delinquency"], ["logreg"])
+    assert {(s.dataset, s.scenario) for s in only} == {("heloc_delinquency", "natural")}
+    # a table of every dataset x scenario keeps running any dataset it is given
+    main = paper.TABLES["main"]
+    assert {s.dataset for s in table_specs(main, [0], ["heloc_delinquency"], ["mlp"])} == {
+        "heloc_delinquency"
+    }

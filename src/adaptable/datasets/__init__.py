@@ -1,7 +1,6 @@
-"""The six TableShift tasks AdapTable is evaluated on, the generality benchmark's domain-split
-cases (``GENERALITY_TASKS``), the development benchmark's cases (``DEVELOPMENT_TASKS``), the
-confirmation benchmark's cases (``CONFIRMATION_TASKS``), the holdout benchmark's cases
-(``HOLDOUT_TASKS``), the sealed and reserve benchmarks' cases (``SEALED_TASKS``,
+"""The six TableShift tasks AdapTable is evaluated on, the benchmark's domain-split cases (one
+record each in ``datasets/data/benchmark_cases.csv``; each role's cases as ``GENERALITY_TASKS``,
+``DEVELOPMENT_TASKS``, ``CONFIRMATION_TASKS``, ``HOLDOUT_TASKS``, ``SEALED_TASKS``,
 ``RESERVE_TASKS``), and the shared Encoder.
 
 >>> from adaptable import datasets

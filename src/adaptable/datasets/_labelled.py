@@ -1,4 +1,4 @@
-"""A labelled table with no domain split yet: what the generality benchmark's raw loaders return.
+"""A labelled table with no domain split yet: what the benchmark's raw loaders return.
 
 The domain-split cases (:mod:`adaptable.datasets.domain_cases`) cut one such table in two
 domains several ways, so the loaders of the extra data sets (Adult, COMPAS, German credit, CMC)

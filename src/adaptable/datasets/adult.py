@@ -1,4 +1,4 @@
-"""UCI Adult (1994 US census extract): income above 50K a year, for the generality benchmark.
+"""UCI Adult (1994 US census extract): income above 50K a year, a data set the benchmark cuts.
 
 Raw files: ``adult.data`` (32,561 rows) and ``adult.test`` (16,281 rows, a leading
 ``|1x3 Cross validator`` line, labels written ``<=50K.`` / ``>50K.``), comma-separated with a

@@ -1,5 +1,5 @@
 """Contraceptive Method Choice (1987 Indonesia Contraceptive Prevalence Survey): three classes,
-for the generality benchmark.
+a data set the benchmark cuts.
 
 Raw file: ``cmc.data`` (1,473 rows, 9 attributes + the class, comma-separated, no header;
 ``cmc.names`` describes them).

@@ -1,4 +1,4 @@
-"""COMPAS (ProPublica, Broward County FL): two-year recidivism, for the generality benchmark.
+"""COMPAS (ProPublica, Broward County FL): two-year recidivism, a data set the benchmark cuts.
 
 Raw file: ``compas-scores-two-years.csv`` (7,214 rows x 53 columns, ProPublica's
 compas-analysis repository). Rows are filtered as ProPublica's analysis does (6,172 remain):

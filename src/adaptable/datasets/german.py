@@ -1,4 +1,4 @@
-"""German credit (Statlog, H. Hofmann): good or bad credit risk, for the generality benchmark.
+"""German credit (Statlog, H. Hofmann): good or bad credit risk, a data set the benchmark cuts.
 
 Raw file: ``german.data`` (1,000 rows, 20 attributes + the label, space-separated, no header;
 ``german.doc`` describes the codes). Categorical attributes keep the publisher's codes as

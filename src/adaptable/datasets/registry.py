@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import adaptable.datasets.domain_cases as domain_cases
 from adaptable.datasets._base import (
     DataFileError,
     DataFormatError,
@@ -26,62 +28,32 @@ class TaskInfo:
     obtain: str
 
 
-def _heloc() -> TaskInfo:
-    from adaptable.datasets import heloc
-
-    return TaskInfo("heloc", "HELOC", heloc.load_heloc, heloc.locate, heloc.OBTAIN)
-
-
-def _readmission() -> TaskInfo:
-    from adaptable.datasets import readmission
-
-    return TaskInfo(
-        "hospital_readmission", "Hospital Readmission", readmission.load_readmission,
-        readmission.locate, readmission.OBTAIN,
-    )  # fmt: skip
-
-
-def _voting() -> TaskInfo:
-    from adaptable.datasets import voting
-
-    return TaskInfo("voting", "Voting (ANES)", voting.load_voting, voting.locate, voting.OBTAIN)
-
-
-def _icu_mortality() -> TaskInfo:
-    from adaptable.datasets import icu_mortality as icu
-
-    return TaskInfo(
-        "icu_mortality", "ICU Mortality (MIMIC-III / MIMIC-Extract)", icu.load_icu_mortality,
-        icu.locate, icu.OBTAIN,
-    )  # fmt: skip
-
-
-def _childhood_lead() -> TaskInfo:
-    from adaptable.datasets import childhood_lead as lead
-
-    return TaskInfo(
-        "childhood_lead", "Childhood Lead (NHANES)", lead.load_childhood_lead, lead.locate,
-        lead.OBTAIN,
-    )  # fmt: skip
-
-
-def _diabetes() -> TaskInfo:
-    from adaptable.datasets import diabetes
-
-    return TaskInfo(
-        "diabetes", "Diabetes (BRFSS)", diabetes.load_diabetes, diabetes.locate, diabetes.OBTAIN
-    )
-
-
-# Factories so that importing the registry does not import every loader.
-_FACTORIES: dict[str, Callable[[], TaskInfo]] = {
-    "heloc": _heloc,
-    "voting": _voting,
-    "hospital_readmission": _readmission,
-    "icu_mortality": _icu_mortality,
-    "childhood_lead": _childhood_lead,
-    "diabetes": _diabetes,
+#: the paper's six tasks: name -> (its module in ``adaptable.datasets``, display title); the
+#: module provides ``load_<module>``, ``locate`` and ``OBTAIN`` and is imported on first use, so
+#: that importing the registry imports no loader
+PAPER_TASKS: dict[str, tuple[str, str]] = {
+    "heloc": ("heloc", "HELOC"),
+    "voting": ("voting", "Voting (ANES)"),
+    "hospital_readmission": ("readmission", "Hospital Readmission"),
+    "icu_mortality": ("icu_mortality", "ICU Mortality (MIMIC-III / MIMIC-Extract)"),
+    "childhood_lead": ("childhood_lead", "Childhood Lead (NHANES)"),
+    "diabetes": ("diabetes", "Diabetes (BRFSS)"),
 }
+
+
+def _paper_task(name: str) -> Callable[[], TaskInfo]:
+    module_name, title = PAPER_TASKS[name]
+
+    def factory() -> TaskInfo:
+        module = importlib.import_module(f"adaptable.datasets.{module_name}")
+        return TaskInfo(
+            name, title, getattr(module, f"load_{module_name}"), module.locate, module.OBTAIN
+        )
+
+    return factory
+
+
+_FACTORIES: dict[str, Callable[[], TaskInfo]] = {name: _paper_task(name) for name in PAPER_TASKS}
 # TableShift's task identifiers, and short names, accepted too.
 ALIASES = {
     "diabetes_readmission": "hospital_readmission",
@@ -91,13 +63,11 @@ ALIASES = {
     "nhanes_lead": "childhood_lead",
     "brfss_diabetes": "diabetes",
 }
-TASKS = ("heloc", "voting", "hospital_readmission", "icu_mortality", "childhood_lead", "diabetes")
+TASKS = tuple(PAPER_TASKS)
 
 
 def _domain_case(name: str) -> Callable[[], TaskInfo]:
     def factory() -> TaskInfo:
-        from adaptable.datasets import domain_cases
-
         case = domain_cases.ALL_CASES[name]
         return TaskInfo(
             name, case.title, lambda d: domain_cases.load_case(name, d),
@@ -107,40 +77,36 @@ def _domain_case(name: str) -> Callable[[], TaskInfo]:
     return factory
 
 
-def _case_groups() -> dict[str, tuple[str, ...]]:
-    from adaptable.datasets import domain_cases
-
-    return {group: tuple(cases) for group, cases in domain_cases.CASE_GROUPS.items()}
-
-
-_CASE_GROUPS = _case_groups()
-#: task group -> its tasks, in the order ``available()`` lists them: the paper's six, then
-#: each benchmark's domain-split cases (``adaptable.datasets.domain_cases.CASE_GROUPS``)
+_CASE_GROUPS = {role: tuple(cases) for role, cases in domain_cases.CASE_GROUPS.items()}
+#: task group -> its tasks, in the order ``available()`` lists them: the paper's six, then each
+#: benchmark role's domain-split cases (``datasets/data/benchmark_cases.csv``)
 GROUPS = {"paper": TASKS, **_CASE_GROUPS}
-#: the generality benchmark's domain-split cases (adaptable.datasets.domain_cases), listed
-#: apart from the paper's six tasks
+# Each role's domain-split cases under the names the suites had before they became one
+# benchmark (adaptable.datasets.benchmark_cases.ROLES says what each role was used for).
 GENERALITY_TASKS = GROUPS["generality"]
-#: the development benchmark's domain-split cases: other splits of the same data sets, on
-#: which the default adapter's design is chosen (the generality cases stay held out)
 DEVELOPMENT_TASKS = GROUPS["development"]
-#: the confirmation benchmark's cases: a third set of split columns, fixed after the default
-#: adapter's design and never used to choose it
 CONFIRMATION_TASKS = GROUPS["confirmation"]
-#: the holdout benchmark's cases: a fourth set of split columns, fixed after every design of the
-#: default adapter, run once on it, never used to choose anything
 HOLDOUT_TASKS = GROUPS["holdout"]
-#: the sealed benchmark's cases: a fifth set of split columns, fixed before any design was run
-#: on them; it judged the default of 2026-11-24 once
 SEALED_TASKS = GROUPS["sealed"]
-#: the reserve benchmark's cases: a sixth set of split columns, fixed on 2026-11-25 with only
-#: the unadapted model run on them, for judging the next design
 RESERVE_TASKS = GROUPS["reserve"]
 _FACTORIES.update({name: _domain_case(name) for tasks in _CASE_GROUPS.values() for name in tasks})
+_BUILT_IN = frozenset(_FACTORIES)
 
 
 def register(name: str, factory: Callable[[], TaskInfo]) -> None:
     """Add (or replace) a task: ``factory`` builds its :class:`TaskInfo` on first use."""
     _FACTORIES[name] = factory
+
+
+def unregister(name: str) -> None:
+    """Remove a task added with :func:`register`.
+
+    Raises:
+        KeyError: ``name`` is one of the package's own tasks, or was never registered.
+    """
+    if name in _BUILT_IN or name not in _FACTORIES:
+        raise KeyError(f"{name!r} is not a registered task")
+    del _FACTORIES[name]
 
 
 def canonical(name: str) -> str:
@@ -169,9 +135,9 @@ def load(name: str, data_dir: str | os.PathLike[str] | None = None, seed: int = 
 
     Args:
         name: one of ``heloc``, ``voting``, ``hospital_readmission``, ``icu_mortality``,
-            ``childhood_lead``, ``diabetes``, or a generality case of :data:`GENERALITY_TASKS`
-            (``adult_education``, ``readmission_gender``...; see
-            :mod:`adaptable.datasets.domain_cases`).
+            ``childhood_lead``, ``diabetes``, a benchmark case (``adult_education``,
+            ``readmission_gender``...: ``datasets/data/benchmark_cases.csv``), an alias of
+            :data:`ALIASES`, or a task added with :func:`register`.
         data_dir: directory holding the raw files; defaults to ``$ADAPTABLE_DATA_DIR``, then a
             per-user cache directory. Hospital Readmission falls back to the embedded copy.
         seed: recorded for symmetry with the rest of the API. The domain split itself is
@@ -188,7 +154,8 @@ def available(data_dir: str | os.PathLike[str] | None = None) -> dict[str, dict[
     """Each task with whether its raw files are present (and where to get them if not).
 
     Only looks for the files (no parsing), so it is cheap. The paper's six tasks come first,
-    then the generality benchmark's domain-split cases; ``group`` says which.
+    then the benchmark's domain-split cases role by role; ``group`` says which (``paper``, a
+    role of :data:`adaptable.datasets.benchmark_cases.ROLES`, or ``registered``).
 
     Returns:
         ``{task: {"present": bool, "title": str, "group": str, "file": str}}`` when present

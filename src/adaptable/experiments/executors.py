@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
+from adaptable.experiments.process import limit_threads
+
 
 def _init_worker(threads: int) -> None:
     # Each worker gets its own small share of the cores instead of every worker using all.
-    from adaptable.experiments.runner import limit_threads
-
     limit_threads(threads)
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from adaptable.experiments import metrics as _metrics
-from adaptable.experiments import plots
+import adaptable.experiments.metrics as _metrics
+import adaptable.experiments.plots as plots
 from adaptable.experiments.paper import TABLES
 from adaptable.experiments.spec import BATCH_SIZE, ExperimentSpec
 from adaptable.experiments.tables import compare, table_specs
@@ -98,6 +98,10 @@ def calibration_analysis(
 ) -> dict[str, Any]:
     """Run the method over sampled test batches, recording what the calibrator does.
 
+    The method is fitted and streamed through the runner (:func:`~adaptable.experiments.runner.
+    fit_experiment`, :func:`~adaptable.experiments.runner.predict_stream`), fitted once and
+    reset before each scenario; nothing is stored.
+
     Returns:
         ``before`` / ``after`` reliability bins over the natural stream (``softmax(z)`` and
         ``softmax(z / T_i)`` with the method's per-row temperatures); ``points``: one
@@ -108,25 +112,21 @@ def calibration_analysis(
     Raises:
         ValueError: the method exposes no per-row temperatures.
     """
-    from adaptable.core import softmax
-    from adaptable.core.model_adapter import as_logit_function
+    from adaptable.core import as_logit_function, softmax
     from adaptable.datasets import fit_encoder
+    from adaptable.experiments.report import progress_bar
     from adaptable.experiments.runner import (
-        get_dataset,
+        fit_experiment,
         method_state,
-        progress_bar,
-        seed_everything,
-        source_model,
+        predict_stream,
+        shifted_stream,
     )
 
-    dataset = get_dataset(dataset_name, context)
-    model = source_model(dataset_name, model_name, seed, context)
+    # The runner fits the method as every experiment does (same seeding), once for all scenarios.
+    spec = ExperimentSpec(dataset_name, "natural", model_name, method, seed, method_options(method))
+    fitted = fit_experiment(spec, context)
+    dataset, model, adapter = fitted.dataset, fitted.model, fitted.method
     logits_of = as_logit_function(model)
-    # As in every experiment: the method's own randomness depends on the seed alone, not on
-    # what ran before it in this process.
-    seed_everything(seed)
-    adapter = context.components.create_method(method, **dict(method_options(method)))
-    adapter.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
     encoder = fit_encoder(dataset)
     rng = np.random.default_rng(seed)
     rows = rng.choice(
@@ -145,7 +145,7 @@ def calibration_analysis(
         for scenario in scenarios:
             bar.set_postfix_str(scenario, refresh=True)
             try:
-                stream = context.components.apply_shift(scenario, dataset, seed)
+                stream = shifted_stream(fitted, scenario, context)
             except (KeyError, ValueError, NotImplementedError) as err:
                 skipped[scenario] = str(err)
                 bar.update(1)
@@ -155,10 +155,10 @@ def calibration_analysis(
                 rows = round(effective)
                 degenerate[scenario] = f"stream repeats ~{rows} test row{'' if rows == 1 else 's'}"
             adapter.reset()
-            for index, (X_batch, y_batch) in enumerate(stream.batches(batch_size)):
+            for index, batch in enumerate(predict_stream(fitted, stream, batch_size)):
                 if index >= max_batches and scenario != "natural":
                     break
-                adapter.predict_proba(X_batch)
+                X_batch, y_batch = batch.X, batch.y
                 _, temperature = method_state(adapter)
                 if temperature is None or not np.isfinite(temperature).any():
                     raise ValueError(
@@ -337,12 +337,11 @@ def case_gains_figure(
 
 
 def _benchmark_method_labels() -> list[str]:
-    """Every method label of the benchmark tables with summary lines, in table order (the
-    generality benchmark's first): one colour and marker per method across their figures."""
-    from adaptable.experiments.paper import TABLES
+    """Every method label of the benchmark's tables, in table order (the generality role's
+    first): one colour and marker per method across their figures."""
+    from adaptable.experiments.benchmark import TABLES
 
-    tables = sorted((t for t in TABLES.values() if t.summary), key=lambda t: t.name != "generality")
-    return list(dict.fromkeys(row.label for table in tables for row in table.rows))
+    return list(dict.fromkeys(row.label for table in TABLES.values() for row in table.rows))
 
 
 def risk_and_reach_figure(

@@ -1,10 +1,13 @@
 """The paper's tables: which experiments each needs, and the paper's numbers to compare with.
 
+Only the paper's tables live here; the benchmark's (domain splits and label shifts beyond the
+paper) are in :mod:`adaptable.experiments.benchmark`.
+
 The numbers come from a copy of ``paper_results.csv`` shipped in ``experiments/data`` (columns
 ``table, shift, model, dataset, method, metric, mean, se``; means and standard errors in percent).
 
 >>> sorted(TABLES)[:3]
-['architectures', 'calibrator_ablation', 'confirmation']
+['architectures', 'calibrator_ablation', 'corruptions']
 >>> paper_value("main", "natural", "MLP", "heloc", "AdapTable", "macro_f1")
 (64.5, 0.3)
 """
@@ -14,10 +17,10 @@ from __future__ import annotations
 import csv
 import functools
 import io
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from importlib import resources
-from typing import Any
+
+from adaptable.experiments.table_def import CALIBRATOR_OPTION, Row, TableDef
 
 #: our dataset names -> the paper's titles
 DATASET_TITLES = {
@@ -39,18 +42,9 @@ SCENARIO_TITLES = {
     "categorical": "Categorical",
     "class_imbalance": "Class Imbalance",
     "temporal": "Temporal Correlation",
-    # Beyond the paper (generality benchmark): pure label shift of the in-domain test split.
-    "prior_0.1": "prior 0.1",
-    "prior_0.5": "prior 0.5",
-    "prior_0.9": "prior 0.9",
-    "prior_dirichlet_0": "Dirichlet draw 0",
-    "prior_dirichlet_1": "Dirichlet draw 1",
-    "prior_dirichlet_2": "Dirichlet draw 2",
 }
 #: our metric names -> the paper's ``metric`` column
 METRIC_TITLES = {"macro_f1": "F1", "balanced_accuracy": "bAcc"}
-#: the option of ``adaptable.methods.create("adaptable", ...)`` that selects the calibrator
-CALIBRATOR_OPTION = "calibrator"
 #: the calibrator value of the oracle study; the runner passes the batch labels to such methods
 ORACLE_CALIBRATOR = "oracle_test_labels"
 
@@ -58,102 +52,6 @@ ORACLE_CALIBRATOR = "oracle_test_labels"
 # "Computational efficiency" paragraph (Appendix, Further Analysis): about 1.54 s in total,
 # about 0.0002 s per test row. paper_results.csv has no efficiency rows, so they live here.
 PAPER_EFFICIENCY = {("heloc", "mlp", "adaptable"): {"adapt_seconds": 1.54, "ms_per_row": 0.2}}
-
-
-@dataclass(frozen=True)
-class Row:
-    """One row of a paper table: a (model, method, options) and its labels in the paper.
-
-    ``paper_model`` / ``paper_method`` are ``None`` for rows we add beyond the paper (no paper
-    value to compare with).
-    """
-
-    model: str
-    method: str
-    label: str
-    paper_model: str | None = None
-    paper_method: str | None = None
-    options: tuple[tuple[str, Any], ...] = ()
-
-    @property
-    def option_dict(self) -> dict[str, Any]:
-        """Options as a dict (for ``ExperimentSpec``)."""
-        return dict(self.options)
-
-
-@dataclass(frozen=True)
-class Summary:
-    """How a benchmark table sums its cases up (instead of the paper's one-column-per-dataset
-    layout): every (dataset, scenario, source model) is a case, and each method is compared,
-    on per-case means over seeds, with a reference row and with the better of the reference
-    and a simple rule.
-
-    Args:
-        reference: the method label every row is compared with (e.g. ``"Source"``).
-        simple_rule: the label of the one-line rule whose max with the reference is the bar.
-        tolerance: points within which a method counts as matching that bar.
-        groups: ``(group title, scenarios)`` pairs; the summary is given for all cases and for
-            each group's cases.
-        goal: (share of cases within ``tolerance`` of the bar, worst difference vs the
-            reference) a method should reach, shaded in the table's risk-and-reach figure;
-            ``None`` for no goal.
-    """
-
-    reference: str
-    simple_rule: str
-    tolerance: float = 1.5
-    groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    goal: tuple[float, float] | None = None
-
-
-@dataclass(frozen=True)
-class TableDef:
-    """A reproducible table: (dataset, scenario) cells x rows, and the metrics it reports.
-
-    The cells are ``datasets x scenarios`` unless ``cases`` lists them explicitly (a benchmark
-    whose datasets each have their own scenarios); ``summary`` switches the Markdown layout to
-    a summary per method plus one line per case.
-    """
-
-    name: str
-    title: str
-    paper_table: str | None
-    datasets: tuple[str, ...]
-    scenarios: tuple[str, ...]
-    rows: tuple[Row, ...]
-    metrics: tuple[str, ...] = ("macro_f1",)
-    notes: tuple[str, ...] = field(default=())
-    cases: tuple[tuple[str, str], ...] = ()
-    summary: Summary | None = None
-
-    def cells(self, datasets: Iterable[str] | None = None) -> list[tuple[str, str]]:
-        """The (dataset, scenario) cells, in table order, of ``datasets`` (default: all)."""
-        chosen = list(self.datasets) if datasets is None else list(datasets)
-        if self.cases:
-            wanted = set(chosen)
-            return [(d, s) for d, s in self.cases if d in wanted]
-        return [(d, s) for d in chosen for s in self.scenarios]
-
-
-def from_cases(
-    name: str,
-    title: str,
-    cases: Iterable[tuple[str, str]],
-    rows: tuple[Row, ...],
-    **fields: Any,
-) -> TableDef:
-    """A :class:`TableDef` over an explicit list of (dataset, scenario) cases."""
-    cases = tuple(cases)
-    return TableDef(
-        name,
-        title,
-        fields.pop("paper_table", None),
-        tuple(dict.fromkeys(d for d, _ in cases)),
-        tuple(dict.fromkeys(s for _, s in cases)),
-        rows,
-        cases=cases,
-        **fields,
-    )
 
 
 def _mlp_rows(
@@ -368,246 +266,6 @@ def _with_paper_preset(table: TableDef) -> TableDef:
 
 
 TABLES = {name: _with_paper_preset(table) for name, table in TABLES.items()}
-
-#: the generality benchmark's domain splits: the paper's two natural shifts, then the cases of
-#: adaptable.datasets.domain_cases (train / valid from one domain, test = the other)
-GENERALITY_DOMAIN_SPLITS = (
-    "heloc", "heloc_burden", "heloc_delinquency",
-    "hospital_readmission", "readmission_gender", "readmission_emergency", "readmission_a1c",
-    "adult_education", "adult_married", "adult_private", "adult_country",
-    "compas_sex", "compas_charge", "german_housing", "german_purpose",
-    "cmc_education", "cmc_media",
-)  # fmt: skip
-#: pure label shift: the in-domain test split resampled (adaptable.shifts.prior_shifts)
-GENERALITY_BINARY_PRIORS = ("prior_0.1", "prior_0.5", "prior_0.9")
-GENERALITY_DIRICHLET_PRIORS = ("prior_dirichlet_0", "prior_dirichlet_1", "prior_dirichlet_2")
-#: the generality benchmark's source models
-GENERALITY_MODELS = ("logreg", "xgboost", "mlp")
-#: its columns: (method, label, options); the AdapTable presets are the issue's three
-GENERALITY_METHODS: tuple[tuple[str, str, tuple[tuple[str, Any], ...]], ...] = (
-    ("source", "Source", ()),
-    ("balanced", "Balanced", ()),
-    ("em", "EM", ()),
-    ("adaptable", "AdapTable (paper)", (("preset", "paper"),)),
-    ("adaptable", "AdapTable (default)", ()),
-    # the ablation the issue asks for: the default has no calibrator since this row did not
-    # earn it a place (README, "Which adapter should I use?")
-    ("adaptable", "default + temperature calibrator", ((CALIBRATOR_OPTION, "temperature"),)),
-    # the opt-in decision where the default keeps argmax (design_experiments.md)
-    ("adaptable", "default, fallback=plugin", (("fallback", "plugin"),)),
-    # the opt-in decision held between argmax and the balanced rule (design_experiments.md)
-    ("adaptable", "default, fallback=between", (("fallback", "between"),)),
-    # the previous default: the stream check under the model's posteriors alone
-    ("adaptable", "default, stream_check=model", (("stream_check", "model"),)),
-    ("oracle_prior", "Oracle prior", ()),
-)
-_ORACLE_NOTE = (
-    "Oracle prior reads the labels of the whole test stream (the true target prior): a "
-    "reference, not a method. No row has a paper value."
-)
-
-
-def benchmark_cases(
-    domain_splits: Iterable[str], binary: Iterable[str], dirichlet: str | None
-) -> tuple[tuple[str, str], ...]:
-    """(dataset, scenario) cases of a benchmark table: each domain split's natural shift, then
-    the binary prior shifts of the ``binary`` tasks and the Dirichlet ones of ``dirichlet``
-    (``None``: none, for a benchmark without a three-class task)."""
-    return (
-        tuple((dataset, "natural") for dataset in domain_splits)
-        + tuple((dataset, s) for dataset in binary for s in GENERALITY_BINARY_PRIORS)
-        + tuple((dirichlet, s) for s in GENERALITY_DIRICHLET_PRIORS if dirichlet is not None)
-    )
-
-
-#: issue 10's goal for the recommended adapter on every benchmark of this kind: within 1.5
-#: macro-F1 points of max(Source, Balanced) in at least 90 % of cases, no case worse than
-#: Source by more than 1.0
-ISSUE_10_GOAL = (0.9, -1.0)
-
-
-def _benchmark_table(
-    name: str,
-    title: str,
-    cases: tuple[tuple[str, str], ...],
-    methods: tuple[tuple[str, str, tuple[tuple[str, Any], ...]], ...],
-    note: str,
-) -> TableDef:
-    """A table of the generality benchmark's kind: every method for each source model, three
-    metrics, and the summary lines against Source and the balanced rule."""
-    return from_cases(
-        name,
-        title,
-        cases,
-        tuple(
-            Row(model, method, label, options=options)
-            for model in GENERALITY_MODELS
-            for method, label, options in methods
-        ),
-        metrics=("macro_f1", "balanced_accuracy", "accuracy"),
-        summary=Summary(
-            reference="Source",
-            simple_rule="Balanced",
-            tolerance=1.5,
-            groups=(
-                ("domain splits", ("natural",)),
-                ("pure label shift", GENERALITY_BINARY_PRIORS + GENERALITY_DIRICHLET_PRIORS),
-            ),
-            goal=ISSUE_10_GOAL,
-        ),
-        notes=(note, _ORACLE_NOTE),
-    )
-
-
-#: every (dataset, scenario) case of ``adaptable reproduce generality``
-GENERALITY_CASES = benchmark_cases(
-    GENERALITY_DOMAIN_SPLITS, ("heloc", "hospital_readmission", "adult_education"), "cmc_education"
-)
-TABLES["generality"] = _benchmark_table(
-    "generality",
-    "Generality benchmark: domain splits of public tabular data and pure label shifts; "
-    "logistic regression, XGBoost and MLP sources",
-    GENERALITY_CASES,
-    GENERALITY_METHODS,
-    "A case is one (dataset, shift, source model); each method's value is its mean over the "
-    "seeds, and differences are taken between those means. Test streams are shuffled, "
-    "batches of 64. Domain splits train on the first domain and test on the second "
-    "(adaptable.datasets.domain_cases); pure label shifts resample the in-domain test "
-    "split without replacement (adaptable.shifts.prior_shifts).",
-)
-
-#: the development benchmark's domain splits (adaptable.datasets.domain_cases.DEVELOPMENT_CASES):
-#: other split columns of the same data sets, on which the default adapter's design is chosen so
-#: that the generality benchmark stays held out
-DEVELOPMENT_DOMAIN_SPLITS = (
-    "heloc_inquiries", "heloc_trades",
-    "adult_sex", "adult_age", "adult_race", "adult_hours",
-    "compas_race", "compas_age", "compas_priors", "german_age", "german_checking",
-    "cmc_age", "cmc_working", "cmc_children",
-)  # fmt: skip
-DEVELOPMENT_CASES = benchmark_cases(
-    DEVELOPMENT_DOMAIN_SPLITS, ("heloc_trades", "adult_sex", "compas_race"), "cmc_age"
-)
-#: the generality columns without the paper preset and the calibrator ablation
-DEVELOPMENT_METHODS = tuple(
-    m
-    for m in GENERALITY_METHODS
-    if m[1] not in ("AdapTable (paper)", "default + temperature calibrator")
-)
-TABLES["development"] = _benchmark_table(
-    "development",
-    "Development benchmark: the domain splits and pure label shifts on which the default "
-    "adapter's design is chosen (the generality benchmark stays held out)",
-    DEVELOPMENT_CASES,
-    DEVELOPMENT_METHODS,
-    "Built like the generality benchmark (same protocol, models and summary lines) on "
-    "other split columns and other in-domain test splits, so that a design chosen here is "
-    "checked on cases it was not chosen on.",
-)
-
-#: the confirmation benchmark's domain splits (adaptable.datasets.domain_cases.CONFIRMATION_CASES):
-#: a third set of split columns, fixed after the default adapter's design and never used to
-#: choose it, so that the generality benchmark's repeated use as a held-out check can be
-#: checked in turn
-CONFIRMATION_DOMAIN_SPLITS = (
-    "heloc_history", "heloc_utilization", "heloc_installments",
-    "adult_occupation", "adult_capital", "compas_juvenile",
-    "german_employment", "german_history", "german_amount",
-    "cmc_living", "cmc_husband_education",
-)  # fmt: skip
-CONFIRMATION_CASES = benchmark_cases(
-    CONFIRMATION_DOMAIN_SPLITS,
-    ("heloc_history", "adult_occupation", "compas_juvenile"),
-    "cmc_husband_education",
-)
-TABLES["confirmation"] = _benchmark_table(
-    "confirmation",
-    "Confirmation benchmark: domain splits and pure label shifts never used to choose the "
-    "default adapter",
-    CONFIRMATION_CASES,
-    DEVELOPMENT_METHODS,
-    "Built like the generality benchmark (same protocol, models and summary lines) on a "
-    "third set of split columns and in-domain test splits, fixed after the default "
-    "adapter's design: neither its design nor any option was chosen on these cases.",
-)
-
-#: the holdout benchmark's domain splits (adaptable.datasets.domain_cases.HOLDOUT_CASES): a
-#: fourth set of split columns, fixed on 2026-11-23 after every design of the default adapter
-#: (the confirmation benchmark had by then served as a check) and run once on that default
-HOLDOUT_DOMAIN_SPLITS = (
-    "heloc_file_age", "heloc_balance", "heloc_recent_trade",
-    "adult_capital_loss", "compas_misdemeanour", "compas_felony",
-    "german_savings", "german_duration", "german_property",
-    "cmc_religion", "cmc_husband_occupation",
-)  # fmt: skip
-HOLDOUT_CASES = benchmark_cases(
-    HOLDOUT_DOMAIN_SPLITS,
-    ("heloc_recent_trade", "adult_capital_loss", "compas_misdemeanour"),
-    "cmc_religion",
-)
-TABLES["holdout"] = _benchmark_table(
-    "holdout",
-    "Holdout benchmark: domain splits and pure label shifts fixed after every design of the "
-    "default adapter",
-    HOLDOUT_CASES,
-    DEVELOPMENT_METHODS,
-    "Built like the generality benchmark (same protocol, models and summary lines) on a "
-    "fourth set of split columns and in-domain test splits, fixed after the last design "
-    "change of the default adapter and run once on it: nothing was chosen on these cases.",
-)
-
-
-#: the sealed benchmark's domain splits (adaptable.datasets.domain_cases.SEALED_CASES): a fifth
-#: set of split columns, fixed on 2026-11-23 before any design was run on them (only the
-#: Source column was run, to check that every case trains and streams); for the next design
-SEALED_DOMAIN_SPLITS = (
-    "readmission_inpatient", "readmission_stay", "readmission_insulin", "readmission_payer",
-    "heloc_satisfactory", "heloc_open_trades", "heloc_install_balance",
-    "german_job", "german_installment_rate", "german_telephone", "german_existing_credits",
-)  # fmt: skip
-SEALED_CASES = benchmark_cases(
-    SEALED_DOMAIN_SPLITS, ("heloc_open_trades", "readmission_stay", "readmission_payer"), None
-)
-#: tables that ``adaptable reproduce all`` leaves out: run them by name, once, on purpose
-SEALED_TABLES = ("sealed", "reserve")
-TABLES["sealed"] = _benchmark_table(
-    "sealed",
-    "Sealed benchmark: domain splits and pure label shifts fixed before any design was run on "
-    "them, for judging the next design of the default adapter",
-    SEALED_CASES,
-    DEVELOPMENT_METHODS,
-    "Built like the generality benchmark (same protocol, models and summary lines) on a "
-    "fifth set of split columns (Hospital Readmission, HELOC, German credit: Adult, COMPAS "
-    "and CMC have no column left, so there is no three-class Dirichlet shift). Fixed on "
-    "2026-11-23 with only the Source column run; a design should be chosen elsewhere and "
-    "judged here once.",
-)
-
-
-#: the reserve benchmark's domain splits (adaptable.datasets.domain_cases.RESERVE_CASES): a
-#: sixth set of split columns, fixed on 2026-11-25 after the sealed benchmark had judged one
-#: design, with only the Source column run; for judging the next design
-RESERVE_DOMAIN_SPLITS = (
-    "readmission_age", "readmission_medications", "readmission_specialty",
-    "readmission_diabetes_med", "readmission_procedures",
-    "heloc_revolving", "heloc_inquiry_recency", "heloc_install_burden",
-    "german_personal_status", "german_other_plans", "german_residence",
-)  # fmt: skip
-RESERVE_CASES = benchmark_cases(
-    RESERVE_DOMAIN_SPLITS, ("heloc_revolving", "readmission_medications", "readmission_specialty"),
-    None,
-)  # fmt: skip
-TABLES["reserve"] = _benchmark_table(
-    "reserve",
-    "Reserve benchmark: domain splits and pure label shifts fixed with only the unadapted "
-    "model run on them, for judging the next design of the default adapter",
-    RESERVE_CASES,
-    DEVELOPMENT_METHODS,
-    "Built like the generality benchmark (same protocol, models and summary lines) on a "
-    "sixth set of split columns of Hospital Readmission, HELOC and German credit. Fixed on "
-    "2026-11-25, after the sealed benchmark had judged one design, with only the Source "
-    "column run; a design should be chosen elsewhere and judged here once.",
-)
 
 
 @functools.cache

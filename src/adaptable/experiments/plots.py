@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from adaptable.experiments import metrics as _metrics
+import adaptable.experiments.metrics as _metrics
 
 #: the smallest macro-F1 range (points) the sensitivity figure's y axis shows
 SENSITIVITY_MIN_SPAN = 2.0

@@ -16,20 +16,21 @@ import contextlib
 import datetime as _dt
 import os
 import platform
-import random
 import sys
 import time
 import traceback
 import warnings
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from adaptable.experiments import metrics as _metrics
+import adaptable.experiments.metrics as _metrics
+from adaptable.experiments.executors import LocalExecutor
+from adaptable.experiments.process import limit_threads, seed_everything, seed_method
+from adaptable.experiments.report import progress_bar, say
 from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import ResultStore
 
@@ -211,42 +212,6 @@ def clear_memo() -> None:
     _MODELS.clear()
 
 
-def seed_everything(seed: int) -> None:
-    """Seed Python's, numpy's and (once imported) torch's global generators."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    # torch is seeded only once something has imported it (every torch model and method has),
-    # so that runs of non-torch models do not pay for importing it.
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.manual_seed(seed)
-
-
-def seed_method(method: Any, seed: int, options: dict[str, Any]) -> None:
-    """Give a method with a ``random_state`` parameter the experiment's seed, unless the
-    options set one: a method left at ``random_state=None`` draws fresh entropy (AdapTable's
-    reservoir, bootstrap and null draws), and two runs of one spec would differ."""
-    if "random_state" in options:
-        return
-    get_params = getattr(method, "get_params", None)
-    if callable(get_params) and get_params(deep=False).get("random_state", 0) is None:
-        method.set_params(random_state=seed)
-
-
-def limit_threads(threads: int) -> None:
-    """Use ``threads`` torch (OpenMP / MKL) threads in this process, before or after torch is
-    imported; 1 keeps parallel workers from oversubscribing the cores."""
-    if not threads:
-        return
-    torch = sys.modules.get("torch")
-    if torch is None:
-        # Read by torch (OpenMP / MKL) when it is imported later in this process.
-        os.environ["OMP_NUM_THREADS"] = str(threads)
-        os.environ["MKL_NUM_THREADS"] = str(threads)
-    elif torch.get_num_threads() != threads:
-        torch.set_num_threads(threads)
-
-
 # --------------------------------------------------------------------------- one experiment
 def _lookup(state: Any, names: Sequence[str]) -> Any:
     for name in names:
@@ -309,10 +274,11 @@ def run_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> d
     Warnings raised while it runs are kept in the record instead of printed: one entry per
     distinct (``category``, ``message``), with ``count`` (how many times it was raised). A
     sweep of thousands of experiments would otherwise print the same few warnings from every
-    worker; :func:`warning_summary` gathers them across records. Filters that ignore or turn a
-    warning into an error still apply (in a worker process: those it was started with, e.g.
-    from ``PYTHONWARNINGS``). An experiment that raises carries its warnings on the exception
-    (``experiment_warnings``), and a sweep's failure report quotes them.
+    worker; :func:`~adaptable.experiments.report.warning_summary` gathers them across
+    records. Filters that ignore or turn a warning into an error still apply (in a worker
+    process: those it was started with, e.g. from ``PYTHONWARNINGS``). An experiment that
+    raises carries its warnings on the exception (``experiment_warnings``), and a sweep's
+    failure report quotes them.
     """
     with warnings.catch_warnings(record=True) as caught:
         _record_every_warning()
@@ -357,61 +323,79 @@ def _distinct_warnings(caught: Sequence[warnings.WarningMessage]) -> list[dict[s
     ]
 
 
-def warning_summary(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The warnings of several records, one entry per distinct (category, message): how many
-    experiments raised it (``experiments``), how often in all (``count``) and the first
-    experiment's key (``example``); most widespread first."""
-    merged: dict[tuple[str, str], dict[str, Any]] = {}
-    for record in records:
-        for item in record.get("warnings", ()):
-            key = (item["category"], item["message"])
-            entry = merged.setdefault(
-                key, {**dict(zip(("category", "message"), key, strict=True)),
-                      "experiments": 0, "count": 0, "example": record.get("key")},
-            )  # fmt: skip
-            entry["experiments"] += 1
-            entry["count"] += int(item["count"])
-    return sorted(merged.values(), key=lambda e: -e["experiments"])
+@dataclass
+class FittedExperiment:
+    """An experiment ready to stream: its data, source model, and the fitted method.
+
+    Attributes:
+        spec: the experiment.
+        dataset: the loaded dataset.
+        model: the source model.
+        method: the method, fitted on the source data (seeded as every experiment is).
+        fit_seconds: how long the fit took.
+    """
+
+    spec: ExperimentSpec
+    dataset: Any
+    model: Any
+    method: Any
+    fit_seconds: float
 
 
-def warning_lines(records: Iterable[Mapping[str, Any]]) -> list[str]:
-    """:func:`warning_summary` as one line per distinct warning, e.g. ``warning (KEY and 3
-    more): UserWarning: ...``: what the CLI and the sweep scripts print after a sweep."""
-    lines = []
-    for entry in warning_summary(records):
-        others = entry["experiments"] - 1
-        where = f"{entry['example']}" + (f" and {others} more" if others else "")
-        lines.append(f"warning ({where}): {entry['category']}: {entry['message']}")
-    return lines
+@dataclass(frozen=True)
+class BatchOutcome:
+    """One test batch and what the method predicted for it (``seconds``: the prediction and
+    adaptation time of this batch)."""
+
+    X: Any
+    y: np.ndarray
+    proba: np.ndarray
+    seconds: float
 
 
-def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[str, Any]:
+def fit_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> FittedExperiment:
+    """Load the dataset and source model of ``spec`` and fit its method, as
+    :func:`run_experiment` does before streaming (the same seeding, so the same fit)."""
     context = context or RunContext()
     limit_threads(context.threads)
-    started = time.perf_counter()
     dataset = get_dataset(spec.dataset, context)
     model = source_model(spec.dataset, spec.model, spec.seed, context)
-    n_classes = int(dataset.n_classes)
-
     seed_everything(spec.seed)
     method = context.components.create_method(spec.method, **spec.option_dict)
     seed_method(method, spec.seed, spec.option_dict)
     fit_start = time.perf_counter()
     method.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
-    fit_seconds = time.perf_counter() - fit_start
+    return FittedExperiment(spec, dataset, model, method, time.perf_counter() - fit_start)
 
-    stream = context.components.apply_shift(spec.scenario, dataset, spec.seed)
-    labels: list[np.ndarray] = []
-    probas: list[np.ndarray] = []
-    traces: dict[str, list[Any]] = {
-        k: [] for k in ("size", "true", "predicted", "pseudo", "estimate", "temperature")
-    }
-    adapt_seconds = 0.0
+
+def shifted_stream(fitted: FittedExperiment, scenario: str, context: RunContext) -> Any:
+    """The test stream of ``scenario`` on the experiment's dataset (the experiment's seed).
+
+    Raises:
+        KeyError / ValueError / NotImplementedError: as the shift registry, for a scenario it
+            lacks or cannot build on this dataset.
+    """
+    return context.components.apply_shift(scenario, fitted.dataset, fitted.spec.seed)
+
+
+def predict_stream(
+    fitted: FittedExperiment, stream: Any, batch_size: int | None = None
+) -> Iterator[BatchOutcome]:
+    """Stream ``stream`` through the fitted method batch by batch: the one experiment loop.
+
+    An oracle study (:func:`uses_test_labels`) passes each batch's labels to
+    ``predict_proba``; an oracle method (:func:`needs_test_labels`) gets the whole stream's
+    labels once, before the first batch. Stopping early (leaving the loop) is allowed.
+
+    Raises:
+        ValueError: ``predict_proba`` returned a shape other than (batch rows, classes).
+    """
+    spec, method = fitted.spec, fitted.method
+    n_classes = int(fitted.dataset.n_classes)
     oracle = uses_test_labels(spec)
-    oracle_method = needs_test_labels(method)
-    if oracle_method:
+    if needs_test_labels(method):
         method.receive_test_labels(np.asarray(stream.y, dtype=np.int64))
-    for X_batch, y_batch in stream.batches(spec.batch_size):
+    for X_batch, y_batch in stream.batches(batch_size or spec.batch_size):
         y_batch = np.asarray(y_batch, dtype=np.int64)
         tick = time.perf_counter()
         if oracle:
@@ -419,12 +403,31 @@ def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[st
         else:
             proba = method.predict_proba(X_batch)
         proba = np.asarray(proba, dtype=np.float64)
-        adapt_seconds += time.perf_counter() - tick
+        seconds = time.perf_counter() - tick
         if proba.shape != (len(y_batch), n_classes):
             raise ValueError(
                 f"{spec.method}.predict_proba returned shape {proba.shape}; expected "
                 f"({len(y_batch)}, {n_classes}) for this batch"
             )
+        yield BatchOutcome(X_batch, y_batch, proba, seconds)
+
+
+def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[str, Any]:
+    context = context or RunContext()
+    started = time.perf_counter()
+    fitted = fit_experiment(spec, context)
+    dataset, model, method = fitted.dataset, fitted.model, fitted.method
+    n_classes = int(dataset.n_classes)
+    stream = shifted_stream(fitted, spec.scenario, context)
+    labels: list[np.ndarray] = []
+    probas: list[np.ndarray] = []
+    traces: dict[str, list[Any]] = {
+        k: [] for k in ("size", "true", "predicted", "pseudo", "estimate", "temperature")
+    }
+    adapt_seconds = 0.0
+    for batch in predict_stream(fitted, stream):
+        y_batch, proba = batch.y, batch.proba
+        adapt_seconds += batch.seconds
         labels.append(y_batch)
         probas.append(proba)
         prior, temperature = method_state(method)
@@ -449,13 +452,13 @@ def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[st
         "spec": spec.to_dict(),
         "metrics": {k: round(v, 6) for k, v in scores.items()},
         "timing": {
-            "fit_seconds": round(fit_seconds, 4),
+            "fit_seconds": round(fitted.fit_seconds, 4),
             "adapt_seconds": round(adapt_seconds, 4),
             "seconds_per_row": adapt_seconds / rows,
             "total_seconds": round(time.perf_counter() - started, 4),
         },
         "rows": rows,
-        "uses_test_labels": oracle or oracle_method,
+        "uses_test_labels": uses_test_labels(spec) or needs_test_labels(method),
         "n_classes": n_classes,
         "source_prior": _round(dataset.source_prior()),
         "target_prior": _round(np.bincount(y_all, minlength=n_classes) / rows),
@@ -539,11 +542,9 @@ def run_sweep(
             worker) or :class:`~adaptable.experiments.executors.RayExecutor`.
         progress: show tqdm progress bars on stderr (warnings of the sweep itself, e.g. while
             a source model trains, are printed above them; those of the experiments are kept
-            in their records: :func:`warning_summary`).
+            in their records: :func:`~adaptable.experiments.report.warning_summary`).
         on_record: called with each new record (e.g. to print a line).
     """
-    from adaptable.experiments.executors import LocalExecutor
-
     context = context or RunContext()
     executor = executor or LocalExecutor(workers=1)
     started = time.perf_counter()
@@ -572,7 +573,7 @@ def run_sweep(
                 result.failures[spec.key] = outcome["error"]
                 if outcome["error"] not in reported:  # one line per distinct error
                     reported.add(outcome["error"])
-                    _say(bar, f"FAILED {spec.key}: {outcome['error']}")
+                    say(bar, f"FAILED {spec.key}: {outcome['error']}")
             else:
                 store.append(outcome)
                 done[spec.key] = outcome
@@ -596,8 +597,6 @@ def _prepare_sources(
     them from the cache). A failure is reported here and again by each experiment that needs
     the model.
     """
-    from adaptable.experiments.executors import LocalExecutor
-
     if not sources:
         return
     global _SHOW_TRAINING
@@ -609,7 +608,7 @@ def _prepare_sources(
             )
             for source, outcome in executor.map_unordered(prepare_source, sources, context):
                 if isinstance(outcome, BaseException):
-                    _say(bar, f"source model {source} failed: {outcome}")
+                    say(bar, f"source model {source} failed: {outcome}")
                 bar.update(1)
             return
         for dataset, model, seed in sources:
@@ -618,7 +617,7 @@ def _prepare_sources(
             try:
                 prepare_source((dataset, model, seed), context)
             except Exception as err:  # noqa: BLE001 - the experiments report it again, per key
-                _say(
+                say(
                     bar,
                     f"source model {(dataset, model, seed)} failed: {type(err).__name__}: {err}",
                 )
@@ -656,47 +655,3 @@ def stored_only(
     result.records = [done[s.key] for s in wanted if s.key in done]
     result.reused = [r["key"] for r in result.records]
     return result
-
-
-@contextmanager
-def progress_bar(total: int, enabled: bool, description: str, unit: str) -> Iterator[Any]:
-    """A tqdm bar on stderr, or a silent one when disabled or when there is nothing to do.
-
-    While the bar is on screen, warnings and log records are printed above it (through
-    ``tqdm.write``) instead of through it.
-    """
-    from tqdm.auto import tqdm
-    from tqdm.contrib.logging import logging_redirect_tqdm
-
-    shown = enabled and total > 0
-    bar = tqdm(total=total, desc=description, unit=unit, disable=not shown, dynamic_ncols=True)
-    if not shown:
-        try:
-            yield bar
-        finally:
-            bar.close()
-        return
-    previous = warnings.showwarning
-
-    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
-             line: str | None = None) -> None:  # fmt: skip
-        text = warnings.formatwarning(message, category, filename, lineno, line)
-        tqdm.write(text.rstrip("\n"), file=sys.stderr)
-
-    warnings.showwarning = show
-    try:
-        with logging_redirect_tqdm():
-            yield bar
-    finally:
-        warnings.showwarning = previous
-        bar.close()
-
-
-def _say(bar: Any, text: str) -> None:
-    """A line above the progress bar (or a plain line on stderr when the bar is off)."""
-    from tqdm.auto import tqdm
-
-    if getattr(bar, "disable", True):
-        print(text, file=sys.stderr, flush=True)
-    else:
-        tqdm.write(text, file=sys.stderr)

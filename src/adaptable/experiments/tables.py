@@ -22,17 +22,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import adaptable.experiments.benchmark as benchmark
 from adaptable.experiments.metrics import mean_and_se
-from adaptable.experiments.paper import (
-    DATASET_TITLES,
-    PAPER_EFFICIENCY,
-    SCENARIO_TITLES,
-    Row,
-    TableDef,
-    paper_value,
-)
+from adaptable.experiments.paper import DATASET_TITLES, PAPER_EFFICIENCY, paper_value
+from adaptable.experiments.paper import SCENARIO_TITLES as PAPER_SCENARIO_TITLES
 from adaptable.experiments.spec import ExperimentSpec
+from adaptable.experiments.table_def import Row, TableDef
 
+#: scenario -> its display title (the paper's, then the benchmark's label shifts)
+SCENARIO_TITLES = {**PAPER_SCENARIO_TITLES, **benchmark.SCENARIO_TITLES}
 #: metric -> (column title, how to get it from a record in the table's unit)
 METRICS: dict[str, tuple[str, Any]] = {
     "macro_f1": ("F1", lambda r: 100.0 * r["metrics"]["macro_f1"]),
@@ -209,7 +207,7 @@ def to_markdown(
 ) -> str:
     """The table as the paper lays it out: one row per method, one column per dataset (and
     scenario), one block per metric; each cell ``ours ± se (paper p, Δ d)``. A table with a
-    :class:`~adaptable.experiments.paper.Summary` is laid out by :func:`cases_markdown`."""
+    :class:`~adaptable.experiments.table_def.Summary` is laid out by :func:`cases_markdown`."""
     if table.summary is not None:
         return cases_markdown(frame, table, skipped=skipped, failures=failures, seeds=seeds)
     parts = [f"## {table.title}", ""]
@@ -302,7 +300,7 @@ def summarize(frame: pd.DataFrame, table: TableDef) -> pd.DataFrame:
     ``within_tolerance_of_bar`` (cases within ``tolerance`` points of that bar).
 
     Raises:
-        ValueError: the table has no :class:`~adaptable.experiments.paper.Summary`.
+        ValueError: the table has no :class:`~adaptable.experiments.table_def.Summary`.
     """
     spec = table.summary
     if spec is None:

@@ -1,5 +1,6 @@
-"""The generality benchmark's data: Adult / COMPAS / German / CMC loaders and the domain-split
-cases, on small files written in each publisher's exact schema, plus the real files when present.
+"""The labelled tables the benchmark cuts: the Adult / COMPAS / German / CMC loaders and their
+domain splits, on small files written in each publisher's exact schema, plus the real files
+when present (every case's sizes: ``test_benchmark_cases.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from adaptable import datasets
 from adaptable.datasets import adult, cmc, compas, domain_cases, german
 from adaptable.datasets._base import split_positions
 
-from .conftest import load_case_or_skip, split_sizes
+from .conftest import split_sizes
 
 # --------------------------------------------------------------------------- raw-file writers
 
@@ -402,34 +403,6 @@ def test_changed_raw_file_is_read_again(tmp_path: Path, monkeypatch) -> None:
 
 
 # --------------------------------------------------------------------------- real files
-
-#: (train, valid, id_test, test) rows of each case from the publishers' files
-REAL_SIZES = {
-    "heloc_burden": (5352, 669, 670, 3391),
-    "heloc_delinquency": (3625, 453, 454, 5334),
-    "readmission_gender": (42860, 5358, 5358, 41325),
-    "readmission_emergency": (70552, 8819, 8819, 10172),
-    "readmission_a1c": (66317, 8290, 8290, 14936),
-    "adult_education": (17753, 2219, 2220, 23985),
-    "adult_married": (17903, 2238, 2238, 23816),
-    "adult_private": (27124, 3391, 3391, 13442),
-    "adult_country": (35065, 4383, 4384, 3737),
-    "compas_sex": (3997, 500, 500, 1057),
-    "compas_charge": (3176, 397, 397, 1981),
-    "german_housing": (570, 71, 72, 258),
-    "german_purpose": (269, 34, 34, 596),
-    "cmc_education": (461, 58, 58, 806),
-    "cmc_media": (1091, 136, 137, 98),
-}
-
-
-@pytest.mark.parametrize("case", list(REAL_SIZES))
-def test_real_files_give_the_documented_sizes(data_dir: Path, case: str) -> None:
-    ds, sizes = load_case_or_skip(case, data_dir)
-    assert sizes == REAL_SIZES[case]
-    _check_kinds(ds)
-    assert ds.n_classes == (3 if case.startswith("cmc") else 2)
-    assert ds.source_prior().min() > 0
 
 
 def test_real_base_tables_have_the_documented_rows(data_dir: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from adaptable import cli
 from adaptable.experiments import testing
-from adaptable.experiments.paper import TABLES
+from adaptable.experiments.reproduce import TABLES
 from adaptable.experiments.runner import RunContext, run_experiment
 from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import ResultStore
@@ -121,7 +121,7 @@ def test_run_reports_each_warning_once_with_the_experiments_that_raised_it(
 def test_bad_arguments_are_usage_errors_not_tracebacks(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """Issue 11, defects 13 and 15; option values checked by building each method once."""
+    """Option values checked by building each method once."""
     base = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source"]
     err = _usage_error([*base, "--results", str(tmp_path / "r.jsonl"), *argv], capsys)
     assert err.startswith("usage: adaptable run ")  # the subcommand's usage
@@ -144,7 +144,7 @@ def test_ray_executor_without_ray_is_a_usage_error(
 def test_unknown_names_are_rejected_before_any_work_each_once(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """Issue 11, defect 14: nothing loads or trains, and each problem is printed once."""
+    """Nothing loads or trains, and each problem is printed once."""
 
     def no_work(*args, **kwargs):
         raise AssertionError("work started before the names were checked")
@@ -172,7 +172,7 @@ def test_unknown_names_are_rejected_before_any_work_each_once(
 def test_a_store_line_without_spec_is_rerun_not_a_crash(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 11, defect 8: a key-only line used to count as finished, then raise KeyError."""
+    """A key-only line used to count as finished, then raise KeyError."""
     store = tmp_path / "r.jsonl"
     spec = ExperimentSpec("toy", "natural", "softmax", "source", 0)
     store.write_text(json.dumps({"key": spec.key}) + "\n")
@@ -251,7 +251,7 @@ def _store_of(tmp_path: Path, specs: list[ExperimentSpec], f1s) -> ResultStore:
 def test_reproduce_no_run_needs_only_the_store(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 13: tables rebuilt from the results store on a machine without the raw files."""
+    """Tables rebuilt from the results store on a machine without the raw files."""
     store = _store_of(tmp_path, table_specs(TABLES["oracle"], [0], ["heloc"]), (0.61, 0.65, 0.9))
 
     def no_data(*args, **kwargs):
@@ -345,16 +345,23 @@ def test_every_registered_task_is_a_known_dataset() -> None:
     assert unknown_names(Components(), dataset=["heloc_delinquencyy"]) != []
 
 
-def test_a_task_added_with_register_is_listed_and_known(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_task_added_with_register_is_listed_and_known() -> None:
     from adaptable.datasets import registry
     from adaptable.experiments.runner import Components, unknown_names
 
-    monkeypatch.setitem(registry._FACTORIES, "my_task", lambda: registry._info("heloc"))
-    assert registry.names()[-1] == "my_task"
-    assert registry.available()["my_task"]["group"] == "registered"
-    assert unknown_names(Components(), dataset=["my_task", "readmission"]) == []
-    assert registry.canonical("readmission") == "hospital_readmission"
-    assert registry.canonical("my_task") == "my_task"
+    info = registry.TaskInfo("my_task", "Mine", lambda d: None, lambda d: d / "mine.csv", "here")
+    registry.register("my_task", lambda: info)
+    try:
+        assert registry.names()[-1] == "my_task"
+        assert registry.available()["my_task"]["group"] == "registered"
+        assert unknown_names(Components(), dataset=["my_task", "readmission"]) == []
+        assert registry.canonical("readmission") == "hospital_readmission"
+        assert registry.canonical("my_task") == "my_task"
+    finally:
+        registry.unregister("my_task")
+    assert "my_task" not in registry.names()
+    with pytest.raises(KeyError, match="not a registered task"):
+        registry.unregister("heloc")
 
 
 def test_an_alias_runs_as_the_task_it_names(
@@ -367,7 +374,7 @@ def test_an_alias_runs_as_the_task_it_names(
     assert "[generality] 40 experiments" in capsys.readouterr().out  # 4 shifts x 10 columns
     parser = cli.build_parser(cli.Components())
     args = parser.parse_args(["run", "--datasets", "readmission", "heloc", "anes"])
-    cli._check(args, cli.Components())
+    cli.check_args(args, cli.Components())
     assert args.datasets == ["hospital_readmission", "heloc", "voting"]
 
 
@@ -392,3 +399,48 @@ def test_reproduce_checks_a_benchmarks_datasets(
     # heloc_trades is a development case (its domain split and its label shifts)
     wanted = len(table_specs(TABLES["development"], [0, 1, 2], ["heloc_trades"]))
     assert wanted > 0 and f"[development] {wanted} experiments (0 in the results store" in out
+
+
+def test_reproduce_benchmark_writes_one_table_with_a_role_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import csv
+
+    specs = [
+        spec
+        for role, dataset in (("development", "heloc_trades"), ("holdout", "heloc_balance"))
+        for spec in table_specs(TABLES[role], [0], [dataset], ["logreg"])
+        if spec.scenario == "natural"
+    ]
+    store = _store_of(tmp_path, specs, [0.5 + 0.01 * i for i in range(len(specs))])
+    out = tmp_path / "t"
+    argv = ["reproduce", "benchmark", "--roles", "development", "holdout", "sealed", "--no-run",
+            "--seeds", "0", "--datasets", "heloc_trades", "heloc_balance", "--out", str(out),
+            "--results", str(store.path)]  # fmt: skip
+    assert cli.main(argv, components=cli.Components()) == 0  # --no-run: no raw data needed
+    printed = capsys.readouterr().out
+    assert "[sealed] skipped: none of --datasets is among its datasets" in printed
+    with open(out / "benchmark.csv") as handle:
+        lines = list(csv.DictReader(handle))
+    assert list(lines[0])[:2] == ["role", "table"]
+    assert list(dict.fromkeys(line["role"] for line in lines)) == ["development", "holdout"]
+    assert {line["dataset"] for line in lines if line["role"] == "holdout"} == {"heloc_balance"}
+    with open(out / "benchmark_summary.csv") as handle:
+        summary = list(csv.DictReader(handle))
+    source = [s for s in summary if s["method"] == "Source" and s["group"] == "domain splits"]
+    assert [(s["role"], s["cases"]) for s in source if s["metric"] == "macro_f1"] == [
+        ("development", "1"),
+        ("holdout", "1"),
+    ]
+    text = (out / "benchmark.md").read_text()
+    assert "| development | chosen on:" in text and "| holdout | judged once:" in text
+    assert text.index("## Development benchmark") < text.index("## Holdout benchmark")
+    for name in ("development_gains.png", "holdout_risk.png"):
+        assert (out / name).stat().st_size > 0
+
+
+def test_reproduce_roles_go_with_benchmark_only(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _usage_error(["reproduce", "main", "--roles", "sealed", "--no-run"], capsys)
+    assert "--roles goes with 'adaptable reproduce benchmark' only" in err
+    err = _usage_error(["reproduce", "benchmark", "--roles", "chosen", "--no-run"], capsys)
+    assert "unknown role 'chosen'" in err
