@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from adaptable.core.adaptable import (
+from adaptable.core import ShiftAwareCalibrator, ShiftTrendInput
+from adaptable.core.graph_calibrator import complete_graph_kernel
+from adaptable.core.post_training import (
     Rows,
-    ShiftAwareCalibrator,
-    ShiftTrendInput,
     automatic_graphs_per_step,
     calibration_loss,
     calibrator_loss,
@@ -17,7 +17,6 @@ from adaptable.core.adaptable import (
     focal_loss,
     post_train,
 )
-from adaptable.core.kernel import CompleteGraphKernel
 
 
 def test_focal_loss_hand_computed() -> None:
@@ -139,7 +138,7 @@ def test_numpy_kernel_equals_torch_forward(n_rows: int) -> None:
     graphs = Rows.from_arrays(trend, logits).pack(8)
     with torch.no_grad():
         expected = net(graphs.numeric, graphs.category_index, graphs.logits, graphs.mask)
-    kernel = CompleteGraphKernel.from_network(net)
+    kernel = complete_graph_kernel(net)
     got = kernel(trend.numeric, trend.category_index, logits)
     np.testing.assert_allclose(got, expected.reshape(-1)[:n_rows].numpy(), rtol=1e-5, atol=1e-6)
 
