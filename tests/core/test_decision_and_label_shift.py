@@ -17,7 +17,8 @@ from adaptable.core.decision import (
     plugin_weights,
     score,
 )
-from adaptable.core.label_shift import LabelShiftTest, OnlinePriorEstimate, feature_sums
+from adaptable.core.label_shift import LabelShiftTest, feature_sums
+from adaptable.core.prior_estimate import OnlinePriorEstimate
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])

@@ -105,11 +105,13 @@ class Decider(ABC):
 
     @classmethod
     def check_parameters(cls, params: Mapping[str, Any]) -> None:
-        """Check combinations of this decider's parameters (each alone is checked already).
+        """Check combinations of this decider's parameters (each alone is checked already);
+        a decider whose parameters combine freely keeps this one, which accepts all.
 
         Raises:
             InvalidParameterError: a combination is invalid.
         """
+        return None
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> Decider:

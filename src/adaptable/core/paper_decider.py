@@ -39,12 +39,12 @@ class PaperDecider(Decider):
         >>> from adaptable.core.parts import FitContext
         >>> prior = np.array([0.75, 0.25])
         >>> decider = PaperDecider().fit(FitContext(None, None, None, prior))
-        >>> decider.temperature_
+        >>> round(decider.temperature_, 4)
         2.25
         >>> z = np.array([[2.0, 0.0], [0.0, 1.0]])
         >>> decision = decider.decide(CalibratedBatch(z, np.array([[0.8, 0.2], [0.3, 0.7]])))
         >>> decision.proba.shape, decision.online_prior.round(4).tolist()
-        ((2, 2), [0.5206, 0.4794])
+        ((2, 2), [0.6056, 0.3944])
     """
 
     preset: ClassVar[str] = "paper"

@@ -43,9 +43,10 @@ from adaptable.core.decision import (
     plugin_weights,
     score,
 )
-from adaptable.core.label_shift import LabelShiftTest, OnlinePriorEstimate, prior_center
+from adaptable.core.label_shift import LabelShiftTest
 from adaptable.core.parameters import Constraint, Interval, StrOptions
 from adaptable.core.parts import FitContext, LoadContext, PartState
+from adaptable.core.prior_estimate import OnlinePriorEstimate, prior_center
 from adaptable.core.probability import normalize, softmax
 
 #: the decision where neither label-shift correction nor the balanced rule applies
@@ -88,7 +89,7 @@ class RecommendedDecider(Decider):
             to study the stream check).
         shift_test: the moment-matching :class:`~adaptable.core.label_shift.LabelShiftTest`.
         prior_estimate: the MAP-EM
-            :class:`~adaptable.core.label_shift.OnlinePriorEstimate` of the target labels.
+            :class:`~adaptable.core.prior_estimate.OnlinePriorEstimate` of the target labels.
         expected_confusion: the stream's expected (true, predicted) counts of argmax [0] and
             of the balanced rule [1] under the calibrated posteriors, (2, C, C).
 

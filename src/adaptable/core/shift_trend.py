@@ -24,6 +24,7 @@ from adaptable.encoding import EncodedBatch
 #: adjacency of the shift trend graph: the paper's all-ones, or the authors' final |correlation|
 ADJACENCIES = ("complete", "correlation")
 
+
 @dataclass(frozen=True)
 class SourceStatistics:
     """Source column means of the encoded training rows (the sums of Eq. 1).
