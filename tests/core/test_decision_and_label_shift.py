@@ -121,7 +121,7 @@ def test_binary_between_family_by_sorting_equals_the_rules_argmax() -> None:
         prior = rng.dirichlet([2.0, 2.0])
         rules = [(q * (1 / prior**b)).argmax(axis=1) for b in BETAS]
         np.testing.assert_allclose(
-            decision._binary_family_confusions(q1, prior),
+            decision.binary_family_confusions(q1, prior),
             [expected_confusion(q, r) for r in rules],
             atol=1e-9,
         )
@@ -436,14 +436,14 @@ def test_estimate_with_reaches_the_fixed_point_of_map_em(n_classes: int) -> None
 
 def test_the_binary_threshold_never_sits_on_a_tie_of_posteriors() -> None:
     q1 = np.array([0.42] * 5 + [0.3, 0.03])
-    threshold = decision._macro_f1_threshold(q1)
+    threshold = decision.macro_f1_threshold(q1)
     assert threshold not in set(q1.tolist())
     # the run of five 0.42s is all positive or all negative: the best of those two cuts
     scored = {k: _expected_f1_of_top(q1, k) for k in (0, 5, 6, 7)}
     assert int((q1 >= threshold).sum()) == max(scored, key=scored.get)
     # a stream of one value: all rows one way, the end cuts included in the search
-    assert (np.full(5, 0.9) >= decision._macro_f1_threshold(np.full(5, 0.9))).all()
-    assert not (np.full(5, 0.1) >= decision._macro_f1_threshold(np.full(5, 0.1))).any()
+    assert (np.full(5, 0.9) >= decision.macro_f1_threshold(np.full(5, 0.9))).all()
+    assert not (np.full(5, 0.1) >= decision.macro_f1_threshold(np.full(5, 0.1))).any()
 
 
 def _expected_f1_of_top(q1: np.ndarray, k: int) -> float:
@@ -459,7 +459,7 @@ def test_the_binary_threshold_is_the_best_decision_a_threshold_can_make_on_tied_
     rng = np.random.default_rng(4)
     for _ in range(30):
         q1 = rng.choice(rng.uniform(0.01, 0.99, 5), size=40)
-        threshold = decision._macro_f1_threshold(q1)
+        threshold = decision.macro_f1_threshold(q1)
         values = np.unique(q1)
         cuts = np.concatenate([[0.0], (values[:-1] + values[1:]) / 2, [1.0]])
         best = max(_expected_f1_of_top(q1, int((q1 > c).sum())) for c in cuts)
@@ -499,7 +499,7 @@ def test_the_uniform_draws_of_each_block_come_from_its_own_generator() -> None:
     blocks = [np.random.default_rng([7, block]).random(50) for block in range(3)]
     expected = np.concatenate(blocks)
     for first, count in ((0, 30), (30, 40), (70, 5), (75, 75), (10, 130), (120, 3)):
-        np.testing.assert_array_equal(est._uniforms(first, count), expected[first : first + count])
+        np.testing.assert_array_equal(est.uniforms(first, count), expected[first : first + count])
 
 
 @pytest.mark.parametrize(
@@ -552,7 +552,7 @@ def test_the_binary_threshold_keeps_a_lone_top_row_positive() -> None:
     # The best rule predicts only the top row positive: the threshold lies between the top two
     # posteriors, not above the top one.
     q1 = np.array([0.55, 0.05, 0.04, 0.03, 0.02])
-    threshold = decision._macro_f1_threshold(q1)
+    threshold = decision.macro_f1_threshold(q1)
     assert (q1 >= threshold).tolist() == [True, False, False, False, False]
     assert threshold == pytest.approx((0.55 + 0.05) / 2)
 

@@ -125,12 +125,12 @@ class OnlinePriorEstimate:
             # capacity / (t + 1), its slot floor(u_t (t + 1)).
             first = self.n_seen + room
             index = np.arange(first + 1, first + 1 + len(rest))
-            slots = (self._uniforms(first, len(rest)) * index).astype(np.int64)
+            slots = (self.uniforms(first, len(rest)) * index).astype(np.int64)
             keep = slots < self.capacity
             self._columns[:, slots[keep]] = rest[keep].T
         self.n_seen += len(posteriors)
 
-    def _uniforms(self, first: int, count: int) -> np.ndarray:
+    def uniforms(self, first: int, count: int) -> np.ndarray:
         """The uniform draws u_t of stream rows first .. first + count - 1.
 
         Each block of ``capacity`` stream rows has its own generator, seeded by (seed, block):
