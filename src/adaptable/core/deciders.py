@@ -99,6 +99,8 @@ class Decider(ABC):
     needs_features: ClassVar[bool] = False
     #: the calibrator ``calibrator="auto"`` stands for with this decider
     default_calibrator: ClassVar[str]
+    #: whether the oracle calibrator (test labels; the paper's oracle table) may feed it
+    accepts_oracle_calibrator: ClassVar[bool] = False
 
     #: the fitted T of the paper's quantile rule (``None`` where the decider has none)
     temperature_: float | None = None

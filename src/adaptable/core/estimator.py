@@ -178,7 +178,8 @@ class AdapTable(TestTimeMethod):
         validate_parameters(self._parameter_constraints, params, type(self).__name__)
         for decider in DECIDERS.values():
             decider.check_parameters(params)
-        if params["preset"] == "default" and params["calibrator"] == "oracle_test_labels":
+        oracle = params["calibrator"] == "oracle_test_labels"
+        if oracle and not DECIDERS[params["preset"]].accepts_oracle_calibrator:
             raise InvalidParameterError(
                 "AdapTable: calibrator='oracle_test_labels' exists only for the paper's oracle "
                 "table; use it with preset='paper'."

@@ -50,6 +50,7 @@ class PaperDecider(Decider):
     preset: ClassVar[str] = "paper"
     needs_features: ClassVar[bool] = False
     default_calibrator: ClassVar[str] = "gnn"
+    accepts_oracle_calibrator: ClassVar[bool] = True
     parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "alpha": [Interval(Real, 0, 1, closed="both")],
         "q_low": [Interval(Real, 0, 1, closed="both")],

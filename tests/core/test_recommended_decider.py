@@ -562,3 +562,81 @@ def test_a_pure_label_shift_stream_longer_than_the_source_keeps_being_corrected(
     assert method.state.shift_statistic < 3.0
     truth = np.bincount(ds.test.y, minlength=2) / len(ds.test.y)
     np.testing.assert_allclose(method.state.online_prior, truth, atol=0.05)
+
+
+# ------------------------------------------------------------------ the decider on its own
+def _decider(synthetic, frame_logreg, **params):
+    from adaptable.core import RecommendedDecider
+
+    from .conftest import batches, fit_context
+
+    model = frame_logreg(synthetic)
+    context = fit_context(synthetic, model)
+    decider = RecommendedDecider(**params).fit(context)
+    return decider, context, batches(synthetic, model, context.encoder)
+
+
+def test_the_decider_reports_each_batchs_statistics_and_rule(synthetic, frame_logreg) -> None:
+    decider, context, stream_ = _decider(synthetic, frame_logreg)
+    assert decider.shift_statistic == 0.0  # no row seen
+    np.testing.assert_array_equal(decider.online_prior, [0.5, 0.5])  # macro-F1: uniform centre
+    for batch in stream_:
+        decision = decider.decide(batch)
+        assert decision.rule in ("source", "balanced", "label_shift")
+        assert decision.shift_statistic == decider.shift_statistic
+        np.testing.assert_allclose(decision.proba.sum(axis=1), 1.0)
+        np.testing.assert_array_equal(decision.target_prior, decider.online_prior)
+        assert np.isnan(decision.uncertainty).all() and len(decision.uncertainty) == len(batch)
+    assert decider.prior_estimate.n_seen == sum(len(b) for b in stream_)
+    decider.reset()
+    assert decider.prior_estimate.n_seen == 0 and decider.shift_statistic == 0.0
+    assert not decider.expected_confusion.any()
+
+
+def test_the_deciders_state_restores_mid_stream_and_continues_identically(
+    synthetic, frame_logreg
+) -> None:
+    from adaptable.core import RecommendedDecider
+
+    from .conftest import load_context
+
+    decider, context, stream_ = _decider(synthetic, frame_logreg, fallback="plugin")
+    for batch in stream_[:3]:
+        decider.decide(batch)
+    params = AdapTable(fallback="plugin").get_params()
+    twin = RecommendedDecider.from_state(
+        load_context(decider.state(), params, context.source_prior)
+    )
+    assert twin.rule == decider.rule and twin.fallback == "plugin"
+    for batch in stream_[3:]:
+        a, b = twin.decide(batch), decider.decide(batch)
+        np.testing.assert_array_equal(a.proba, b.proba)
+        assert a.rule == b.rule
+
+
+def test_from_state_refuses_a_temperature_or_negative_counts(synthetic, frame_logreg) -> None:
+    from adaptable.core import RecommendedDecider
+
+    from .conftest import load_context
+
+    decider, context, _ = _decider(synthetic, frame_logreg)
+    params = AdapTable().get_params()
+    with pytest.raises(ValueError, match="'temperature'"):
+        RecommendedDecider.from_state(
+            load_context(decider.state(), params, context.source_prior, temperature=2.0)
+        )
+    state = decider.state()
+    state.arrays["expected_confusion"] = -np.ones((2, 2, 2))
+    with pytest.raises(ValueError, match="'expected_confusion'"):
+        RecommendedDecider.from_state(load_context(state, params, context.source_prior))
+
+
+def test_the_balanced_rule_is_a_candidate_by_the_held_out_evidence(synthetic, frame_logreg):
+    from adaptable.core.decision import RuleChoice
+
+    decider, *_ = _decider(synthetic, frame_logreg, rule_evidence=0.8, covariate_rule_evidence=0.4)
+    decider.rule = RuleChoice(beta=1.0, source_score=0.6, balanced_score=0.7, evidence=0.5)
+    assert decider.balanced_is_candidate(covariate=True)
+    assert not decider.balanced_is_candidate(covariate=False)
+    decider.rule = RuleChoice(beta=0.0, source_score=0.7, balanced_score=0.7, evidence=1.0)
+    assert not decider.balanced_is_candidate(covariate=True)  # a tie on the held-out rows
