@@ -151,7 +151,7 @@ class TestTimeMethod(ClassifierMixin, BaseEstimator, ABC):
         """Raise ``NotFittedError`` before the first fit.
 
         The same test as scikit-learn's ``check_is_fitted(self, "classes_")``, without its
-        generic machinery: this runs on every batch, where that costs about 20 us.
+        generic machinery, whose cost shows on every batch.
         """
         if "classes_" not in self.__dict__:
             raise NotFittedError(
