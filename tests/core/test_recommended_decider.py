@@ -597,10 +597,13 @@ def test_the_deciders_state_restores_mid_stream_and_continues_identically(
     synthetic, frame_logreg
 ) -> None:
     from adaptable.core import RecommendedDecider
+    from adaptable.core.decision import RuleChoice
 
     from .conftest import load_context
 
     decider, context, stream_ = _decider(synthetic, frame_logreg, fallback="plugin")
+    # a held-out win of the balanced rule, so that the stream check is fed
+    decider.rule = RuleChoice(beta=1.0, source_score=0.5, balanced_score=0.6, evidence=1.0)
     for batch in stream_[:3]:
         decider.decide(batch)
     params = AdapTable(fallback="plugin").get_params()
@@ -608,6 +611,13 @@ def test_the_deciders_state_restores_mid_stream_and_continues_identically(
         load_context(decider.state(), params, context.source_prior)
     )
     assert twin.rule == decider.rule and twin.fallback == "plugin"
+    # the stream's state travels: the expected confusions (fed while the balanced rule is a
+    # candidate), the reservoir and the estimate, the moment test's sums
+    assert decider.expected_confusion.sum() > 0
+    np.testing.assert_array_equal(twin.expected_confusion, decider.expected_confusion)
+    np.testing.assert_array_equal(twin.prior_estimate.reservoir, decider.prior_estimate.reservoir)
+    np.testing.assert_array_equal(twin.online_prior, decider.online_prior)
+    assert twin.shift_statistic == decider.shift_statistic
     for batch in stream_[3:]:
         a, b = twin.decide(batch), decider.decide(batch)
         np.testing.assert_array_equal(a.proba, b.proba)
