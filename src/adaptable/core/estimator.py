@@ -163,6 +163,7 @@ class AdapTable(TestTimeMethod):
         verbose: bool = False,
         progress: Progress | None = None,
     ) -> None:
+        # Every argument kept as given, under its own name (scikit-learn's get_params / clone).
         for name, value in dict(locals()).items():
             if name not in ("self", "__class__"):
                 setattr(self, name, value)
