@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,12 +25,10 @@ from adaptable.core.label_handler import source_prior
 from adaptable.core.model_adapter import as_logit_function
 from adaptable.core.parameters import InvalidParameterError, validate_parameters
 from adaptable.core.parts import FitContext, source_rows
+from adaptable.core.post_training import Progress
 from adaptable.core.presets import DECIDERS, PARAMETER_CONSTRAINTS, calibrator_name
 from adaptable.core.serialization import SavedAdapTable, read, write
 from adaptable.encoding import EncodedBatch, Encoder
-
-#: post-training's per-epoch callback: (epoch, train_loss, valid_loss, is_best)
-Progress = Callable[[int, float, float, bool], None]
 
 
 @dataclass(frozen=True)
@@ -221,9 +219,10 @@ class AdapTable(TestTimeMethod):
         self.decider_ = decider.fit(context)
         self._start(model if shared is not None else None)
 
-    def _start(self, encoded_model: Any) -> None:
+    def _start(self, model_sharing_encoder: Any) -> None:
         """Fitted or loaded: the fields every batch reads, and no batch seen."""
-        self._encoded_logits = None if encoded_model is None else encoded_model.logits_from_encoded
+        sharing = model_sharing_encoder
+        self._encoded_logits = None if sharing is None else sharing.logits_from_encoded
         self.temperature_ = self.decider_.temperature_
         self.post_training_ = getattr(self.calibrator_, "report", None)
         self._needs_features = self.decider_.needs_features or self.calibrator_.needs_shift_trend
