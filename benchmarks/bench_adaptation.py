@@ -172,7 +172,7 @@ def bench_dataset(
         l_med, l_min = timed(run_adapt_logits, args.repeats)
         prepared = "-"
         # the shift trend exists only where the graph calibrator runs (the paper preset)
-        if getattr(method, "layout_", None) is not None and hasattr(method, "_adapt"):
+        if getattr(getattr(method, "calibrator_", None), "layout", None) is not None:
             # the batches encoded in advance: the core is the shift trend, g_phi and the handler
             encoded = [method.encoder_.encode(b) for b in batches]
             logits64 = [np.asarray(z, dtype=np.float64) for z in logits]

@@ -10,10 +10,10 @@ import pytest
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
 
 from adaptable.core.decision import (
-    _macro_f1_threshold,
     choose_rule,
     confusion,
     expected_confusion,
+    macro_f1_threshold,
     plugin_weights,
     prior_adjusted,
     score,
@@ -93,7 +93,7 @@ def test_macro_f1_threshold_is_the_brute_force_optimum() -> None:
     rng = np.random.default_rng(3)
     for _ in range(20):
         q1 = rng.beta(0.7, 2.0, 9)
-        t = _macro_f1_threshold(q1)
+        t = macro_f1_threshold(q1)
         best = max(
             _expected_macro_f1(q1, np.array(mask))
             for mask in itertools.product([0, 1], repeat=len(q1))

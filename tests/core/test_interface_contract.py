@@ -42,6 +42,13 @@ class _Probe(interface.TestTimeMethod):
     def reset(self) -> None:
         self._check_fitted()
 
+    # The base class's hooks for subclasses, as the probe's own public methods.
+    def rows(self, X_batch) -> int:
+        return self._check_batch(X_batch)
+
+    def codes(self, y, what: str) -> np.ndarray:
+        return self._label_codes(y, what)
+
 
 X4 = np.arange(8.0).reshape(4, 2)
 
@@ -259,12 +266,12 @@ def test_check_batch_rejects_empty_batches(batch) -> None:
 
 def test_check_batch_counts_rows_of_every_table_kind() -> None:
     method = _Probe().fit(None, X4, [0, 1, 0, 1])
-    assert method._check_batch(np.zeros((3, 2))) == 3
-    assert method._check_batch(pd.DataFrame({"a": [1, 2], "b": [3, 4]})) == 2
+    assert method.rows(np.zeros((3, 2))) == 3
+    assert method.rows(pd.DataFrame({"a": [1, 2], "b": [3, 4]})) == 2
     # no shape: rows counted with len()
-    assert method._check_batch([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0], [9.0, 0.0]]) == 5
+    assert method.rows([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0], [9.0, 0.0]]) == 5
     # a shape but no len(): rows read from the shape
-    assert method._check_batch(scipy.sparse.csr_matrix(np.eye(4)[:3])) == 3
+    assert method.rows(scipy.sparse.csr_matrix(np.eye(4)[:3])) == 3
     assert method.predict_proba([[0.0, 1.0]]).shape == (1, 2)
 
 
@@ -276,7 +283,7 @@ def _fitted(classes) -> _Probe:
 
 def test_label_codes_map_labels_to_column_indices() -> None:
     method = _fitted(["a", "c", "e"])
-    codes = method._label_codes(["e", "a", "c", "a"], "y_stream")
+    codes = method.codes(["e", "a", "c", "a"], "y_stream")
     assert codes.tolist() == [2, 0, 1, 0]
     assert codes.dtype == np.int64
 
@@ -285,14 +292,14 @@ def test_label_codes_reject_labels_between_known_classes() -> None:
     method = _fitted(["a", "c"])
     message = "probe: y_stream holds labels unseen at fit ['b']; the classes are ['a', 'c']."
     with pytest.raises(ValueError, match=_exact(message)):
-        method._label_codes(["a", "b", "c"], "y_stream")
+        method.codes(["a", "b", "c"], "y_stream")
 
 
 @pytest.mark.parametrize(("label", "shown"), [("z", "'z'"), ("0", "'0'")])
 def test_label_codes_reject_labels_beyond_the_ends(label, shown) -> None:
     method = _fitted(["b", "c"])
     with pytest.raises(ValueError, match=re.escape(f"unseen at fit [{shown}]")):
-        method._label_codes(["b", label], "oracle_labels")
+        method.codes(["b", label], "oracle_labels")
 
 
 def test_label_codes_message_lists_five_unseen_and_ten_classes() -> None:
@@ -302,20 +309,47 @@ def test_label_codes_message_lists_five_unseen_and_ten_classes() -> None:
         f"{list(range(0, 20, 2))}."
     )
     with pytest.raises(ValueError, match=_exact(message)):
-        method._label_codes([0, 1, 3, 5, 7, 9, 11, 13], "y_stream")
+        method.codes([0, 1, 3, 5, 7, 9, 11, 13], "y_stream")
 
 
 def test_label_codes_warn_on_column_vectors() -> None:
     method = _fitted([0, 1])
     with pytest.warns(DataConversionWarning, match="column-vector y"):
-        codes = method._label_codes(np.array([[1], [0]]), "y_stream")
+        codes = method.codes(np.array([[1], [0]]), "y_stream")
     assert codes.tolist() == [1, 0]
 
 
 def test_label_codes_without_classes_are_int64_as_given() -> None:
     method = _Probe().fit(None, X4)
-    codes = method._label_codes(np.array([2, 0, 1]), "y_stream")
+    codes = method.codes(np.array([2, 0, 1]), "y_stream")
     assert codes.tolist() == [2, 0, 1]
     assert codes.dtype == np.int64
-    codes = method._label_codes([1.0, 0.0], "y_stream")
+    codes = method.codes([1.0, 0.0], "y_stream")
     assert codes.dtype == np.int64
+
+
+# ------------------------------------------------------------------------ a classifier
+def test_a_fitted_method_is_a_scikit_learn_classifier_with_score() -> None:
+    from sklearn.base import is_classifier
+
+    from adaptable import AdapTable
+
+    method = _Probe().fit(None, X4, ["no", "yes", "no", "yes"])
+    assert is_classifier(method) and is_classifier(AdapTable())
+    assert method.classes_.tolist() == ["no", "yes"]
+    # the probe predicts the last class on every row: 3 of these 4 labels
+    assert method.score(X4, ["yes", "yes", "no", "yes"]) == 0.75
+    assert method.score(X4, ["yes", "yes", "no", "yes"], sample_weight=[1, 1, 2, 0]) == 0.5
+
+
+def test_score_adapts_on_its_rows_like_predict(synthetic, frame_logreg) -> None:
+    from adaptable import AdapTable
+
+    method = AdapTable(preset="paper", calibrator="none").fit(
+        frame_logreg(synthetic), synthetic.train.X, synthetic.train.y
+    )
+    rows, labels = synthetic.test.X.iloc[:64], synthetic.test.y[:64]
+    first = method.score(rows, labels)
+    assert method.state.n_batches == 1  # the online state moved
+    method.reset()
+    assert first == np.mean(method.predict(rows) == labels)

@@ -1,7 +1,7 @@
 """Tests that pin what AdapTable does, end to end.
 
 Each would fail under a planted fault that the rest of the suite once let through:
-- ``AdapTable._adapt`` returning ``softmax(logits)`` (AdapTable does nothing);
+- the estimator's batch step returning ``softmax(logits)`` (AdapTable does nothing);
 - ``GraphCalibrator.calibrate`` ignoring the per-row temperatures (the calibrator does nothing);
 - post-training not restoring the best network (the last epoch's is kept).
 """
@@ -27,7 +27,7 @@ from adaptable.core import (
     post_train,
     softmax,
 )
-from adaptable.core.adaptable import Rows, calibrator_loss, class_weights
+from adaptable.core.post_training import Rows, calibrator_loss, class_weights
 
 
 @pytest.fixture(scope="module")

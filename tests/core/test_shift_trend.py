@@ -7,12 +7,8 @@ import pandas as pd
 import pytest
 import torch
 
-from adaptable.core.adaptable import (
-    ColumnLayout,
-    ShiftAwareCalibrator,
-    correlation_adjacency,
-    normalized_adjacency,
-)
+from adaptable.core import ColumnLayout, ShiftAwareCalibrator
+from adaptable.core.shift_trend import correlation_adjacency, normalized_adjacency
 from adaptable.encoding import Encoder
 
 

@@ -131,26 +131,32 @@ def _feature_function(model: Any) -> Callable[[Any], np.ndarray]:
     module = getattr(model, "module", None)
     prepare = getattr(model, "prepare", None)
     if isinstance(module, torch.nn.Module) and callable(prepare) and hasattr(module, "features"):
-
-        def torch_features(X: Any) -> np.ndarray:
-            with torch.no_grad():
-                x = torch.as_tensor(prepare(X), dtype=torch.float32)
-                return module.features(x).double().cpu().numpy()
-
-        return torch_features
+        return _Features(model, "source_model")
     if isinstance(model, torch.nn.Module) and hasattr(model, "features"):
-
-        def module_features(X: Any) -> np.ndarray:
-            with torch.no_grad():
-                x = torch.as_tensor(np.asarray(X, dtype=np.float32))
-                return model.features(x).double().cpu().numpy()
-
-        return module_features
-    features = getattr(model, "features", None)
-    if callable(features):
-        return lambda X: np.asarray(features(X), dtype=np.float64)
+        return _Features(model, "module")
+    if callable(getattr(model, "features", None)):
+        return _Features(model, "method")
     raise TypeError(
         "'lame' needs penultimate features: a TorchSourceModel from adaptable.models or an "
         f"object with a `features(X)` method; got {type(model).__name__}. Use 'em' or 'bbse' "
         "for models without features (e.g. GBDTs)."
     )
+
+
+class _Features:
+    """A model's penultimate features, ``X -> (n, d)`` float64; a class, not a closure, so that
+    a fitted LAME pickles."""
+
+    def __init__(self, model: Any, kind: str) -> None:
+        self.model = model
+        self.kind = kind
+
+    def __call__(self, X: Any) -> np.ndarray:
+        if self.kind == "method":
+            return np.asarray(self.model.features(X), dtype=np.float64)
+        with torch.no_grad():
+            if self.kind == "source_model":
+                x = torch.as_tensor(self.model.prepare(X), dtype=torch.float32)
+                return self.model.module.features(x).double().cpu().numpy()
+            x = torch.as_tensor(np.asarray(X, dtype=np.float32))
+            return self.model.features(x).double().cpu().numpy()

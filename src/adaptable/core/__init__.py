@@ -1,20 +1,75 @@
 """AdapTable itself, the interface every test-time method shares, and the model adapter.
 
-- ``adaptable.py``: the whole method in the order of the paper (source statistics and shift
-  trend, the shift-aware calibrator, post-training, the label distribution handler, the
-  :class:`AdapTable` estimator), with a table mapping each step of Algorithm 1 to a function;
-- ``kernel.py``: the complete-graph calibrator as a numpy kernel for test-time inference;
-- ``calibrators.py``: the ablation calibrators (none, Platt, isotonic, oracle);
-- ``serialization.py``: save / load (safetensors, checked on load);
+AdapTable is a thin estimator holding two parts, a calibrator and a decider; the preset chooses
+the decider. One module per job:
+
+- ``estimator.py``: :class:`AdapTable` (fit, predict_proba, state, save / load);
+- ``presets.py``: which decider each preset builds, and which parameters each part owns;
+- ``deciders.py``: the decider interface (:class:`Decider`, :class:`CalibratedBatch`,
+  :class:`Decision`); ``paper_decider.py``: the paper's (:class:`PaperDecider`);
+  ``recommended_decider.py``: the recommended preset's (:class:`RecommendedDecider`: rule
+  choice, label-shift tests, online prior, fallbacks, stream check);
+- ``label_handler.py``: the paper's label distribution handler, step by step;
+- ``decision.py``: decision rules for an objective; ``label_shift.py``: the moment-matching
+  label-shift test and the MAP-EM target-prior estimate;
+- ``shift_trend.py``: source statistics and the shift trend (Eq. 1);
+- ``graph_network.py``: the network g_phi; ``post_training.py``: its post-training;
+  ``kernel.py``: its complete-graph forward pass in numpy; ``graph_calibrator.py``: g_phi as a
+  calibrator part (fit, calibrate, state);
+- ``calibrators.py``: the ablation calibrators and the calibrator registry;
+- ``parts.py``: what the estimator hands its parts (fit and load contexts, saved state);
+  ``state.py``: checked reading of a saved file; ``serialization.py``: save / load;
 - ``interface.py``: :class:`TestTimeMethod`, labels handled once for every method;
 - ``model_adapter.py``: any model (torch, predict_proba, callable) -> logits;
 - ``probability.py``: the package's one softmax and norm;
 - ``parameters.py``: constructor-parameter constraints.
 
+Where each step of Algorithm 1 lives (read beside Section 3, Algorithm 1 and Appendix A of the
+paper; ``docs/method.md`` gives every deliberate difference, and the code marks each with a
+"Deliberate difference:" comment). "Line" is the line number of Algorithm 1, counting every line
+of the listing, Input and Parameters included.
+
+==================  ===========================================  ====================================
+Paper               Step                                         Here
+==================  ===========================================  ====================================
+Line 3              p_s(y): source label frequencies             label_handler.source_prior
+Line 3              T = 1.5 rho / (rho - 1 + 1e-6)               label_handler.imbalance_temperature
+Eq. 1, lines 4-6    shift trend s_u = x_u - mean_s(x_u)          shift_trend.ColumnLayout.shift_input
+                    (source means over the training rows)        ColumnLayout.source_statistics
+Sec. 3.2, App. A    shift trend graph, GCN, T_i = g_phi(z_i, s)  graph_network.ShiftAwareCalibrator
+App. A              focal loss L_FL                              post_training.focal_loss
+App. A              calibration loss L_CAL                       post_training.calibration_loss
+App. A              post-training g_phi (f frozen)               post_training.post_train
+Line 8              p_t(y|x_i) = softmax(f(x_i))                 label_handler.adjust_batch
+Line 9              T_i = g_phi(f(x_i), s^t)                     GraphCalibrator.calibrate
+Lines 10-11         delta_i = 1 / margin of softmax(z_i / T_i)   label_handler.uncertainty
+Line 12             p_de_i = norm(p_i / p_s)                     label_handler.debiased_estimate
+Line 14, Eq. 5      p_t(y) = (1 - a) mean_i p_de_i + a p_oe      label_handler.smooth
+Lines 15-22, Eq. 4  T~_i from the uncertainty quantiles          recalibration_temperatures
+Line 23             p~_i = softmax(z_i / T~_i)                   label_handler.adjust_batch
+Line 24, Eq. 3      p_bar_i = (p~_i + norm(p~_i p_t / p_s)) / 2  label_handler.final_mixture
+Line 26, Eq. 6      p_oe = (1 - a) mean_i p_bar_i + a p_oe       label_handler.OnlinePrior
+Lines 7-26          one test batch                               PaperDecider.decide
+Algorithm 1         fit once, then batch after batch             AdapTable(preset="paper")
+==================  ===========================================  ====================================
+
 Names are loaded on first use, so that ``from adaptable.core import softmax`` (the experiment
 machinery, spawned workers) does not import torch or scikit-learn.
 
->>> from adaptable.core import AdapTable, smooth, source_prior
+Example:
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from adaptable import AdapTable, datasets
+    >>> ds = datasets.make_shift_dataset(seed=0)
+    >>> X = ds.train.X[ds.numerical].to_numpy()
+    >>> model = LogisticRegression().fit(X, ds.train.y)
+    >>> Xv = ds.valid.X[ds.numerical].to_numpy()
+    >>> method = AdapTable(random_state=0).fit(model, X, ds.train.y, Xv, ds.valid.y)
+    >>> method.predict_proba(ds.test.X[ds.numerical].to_numpy()[:64]).shape
+    (64, 2)
+    >>> paper = AdapTable(preset="paper", epochs=2, random_state=0).fit(model, X, ds.train.y)
+    >>> paper.predict_proba(ds.test.X[ds.numerical].to_numpy()[:64]).sum(axis=1).round(6).min()
+    np.float64(1.0)
 """
 
 from __future__ import annotations
@@ -24,35 +79,40 @@ from typing import Any
 
 #: public name -> the submodule that defines it
 _EXPORTS = {
-    "adaptable": (
-        "CALIBRATORS",
-        "AdapTable",
-        "AdapTableState",
+    "estimator": ("AdapTable", "AdapTableState"),
+    "presets": ("DECIDERS", "PART_PARAMETERS", "PRESETS"),
+    "deciders": ("CalibratedBatch", "Decider", "Decision"),
+    "paper_decider": ("PaperDecider",),
+    "recommended_decider": ("FALLBACKS", "STREAM_CHECKS", "RecommendedDecider"),
+    "label_handler": (
         "BatchResult",
-        "ColumnLayout",
-        "GraphCalibrator",
         "OnlinePrior",
-        "PostTrainingReport",
-        "ShiftAwareCalibrator",
-        "ShiftTrendInput",
-        "SourceStatistics",
         "adjust_batch",
-        "calibration_loss",
         "debiased_estimate",
         "final_mixture",
-        "focal_loss",
         "imbalance_temperature",
-        "post_train",
         "recalibration_temperatures",
         "smooth",
         "source_prior",
         "uncertainty",
     ),
+    "shift_trend": ("ADJACENCIES", "ColumnLayout", "ShiftTrendInput", "SourceStatistics"),
+    "graph_network": ("ShiftAwareCalibrator",),
+    "graph_calibrator": ("GraphCalibrator",),
+    "post_training": (
+        "PostTrainingReport",
+        "calibration_loss",
+        "focal_loss",
+        "post_train",
+    ),
     "calibrators": (
+        "CALIBRATORS",
+        "Calibrator",
         "IsotonicCalibrator",
         "NoCalibrator",
         "OracleCalibratorUsingTestLabels",
         "PlattCalibrator",
+        "TemperatureCalibrator",
     ),
     "interface": ("SourceData", "TestTimeMethod"),
     "kernel": ("CompleteGraphKernel",),

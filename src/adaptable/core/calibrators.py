@@ -10,25 +10,31 @@ rows' uncertainty in the label distribution handler (Algorithm 1, lines 9-11).
   given. Their uncertainty is the top-2 margin of their own calibrated probabilities.
 - :class:`TemperatureCalibrator` -- one temperature for every row, by maximum likelihood on the
   held-out source rows (temperature scaling, Guo et al. 2017); it keeps every row's most likely
-  class and is the recommended adapter's default calibrator.
+  class.
 - :class:`OracleCalibratorUsingTestLabels` -- *uses the test labels*; only for the paper's
   oracle table ("a perfectly calibrated model"), never for a real result.
 
-The shift-aware calibrator g_phi itself, :class:`adaptable.core.adaptable.GraphCalibrator`,
+The shift-aware calibrator g_phi itself, :class:`adaptable.core.graph_calibrator.GraphCalibrator`,
 follows the same :class:`Calibrator` protocol. Parameters are plain arrays (``arrays()`` /
 ``from_arrays``) so that saving never pickles; ``from_arrays`` checks every array it is given.
+
+The registry (:data:`CALIBRATORS`, :func:`fit_calibrator`, :func:`calibrator_state`,
+:func:`load_calibrator`) is how :class:`~adaptable.core.estimator.AdapTable` fits, saves and
+loads whichever calibrator ``calibrator=`` names. The ablation calibrators own no constructor
+parameter; g_phi owns the network's and post-training's.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from collections.abc import Mapping
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from adaptable.core.graph_calibrator import GraphCalibrator
+from adaptable.core.parts import FitContext, LoadContext, PartState
 from adaptable.core.probability import softmax
-
-if TYPE_CHECKING:
-    from adaptable.core.adaptable import ShiftTrendInput
+from adaptable.core.shift_trend import ShiftTrendInput
 
 #: the oracle's temperatures: sharp for correctly classified rows, flat for wrong ones
 ORACLE_SHARP, ORACLE_FLAT = 1e-2, 1e2
@@ -43,6 +49,8 @@ class Calibrator(Protocol):
     needs_shift_trend: ClassVar[bool]
     #: whether :meth:`calibrate` needs the batch's true labels (the oracle)
     needs_labels: ClassVar[bool]
+    #: whether q is ``softmax(logits)`` itself (no calibration)
+    is_softmax: ClassVar[bool]
 
     def calibrate(
         self, logits: np.ndarray, trend: ShiftTrendInput | None = None, labels: Any = None
@@ -61,6 +69,7 @@ class _WithoutParameters:
     name: ClassVar[str]
     needs_shift_trend: ClassVar[bool] = False
     needs_labels: ClassVar[bool] = False
+    is_softmax: ClassVar[bool] = False
 
     def fit(self, logits: np.ndarray, labels: np.ndarray) -> Any:
         """Nothing to fit."""
@@ -79,6 +88,7 @@ class NoCalibrator(_WithoutParameters):
     """No calibration: q = softmax(z), temperatures 1 ("AdapTable without calibrator")."""
 
     name: ClassVar[str] = "none"
+    is_softmax: ClassVar[bool] = True
 
     def calibrate(
         self, logits: np.ndarray, trend: ShiftTrendInput | None = None, labels: Any = None
@@ -97,6 +107,7 @@ class PlattCalibrator:
     name: ClassVar[str] = "platt"
     needs_shift_trend: ClassVar[bool] = False
     needs_labels: ClassVar[bool] = False
+    is_softmax: ClassVar[bool] = False
 
     def __init__(self, coef: np.ndarray | None = None, intercept: np.ndarray | None = None):
         self.coef = coef
@@ -154,6 +165,7 @@ class TemperatureCalibrator:
     name: ClassVar[str] = "temperature"
     needs_shift_trend: ClassVar[bool] = False
     needs_labels: ClassVar[bool] = False
+    is_softmax: ClassVar[bool] = False
     #: search range of log T (T from about 0.05 to 20)
     LOG_RANGE: ClassVar[tuple[float, float]] = (-3.0, 3.0)
 
@@ -207,6 +219,7 @@ class IsotonicCalibrator:
     name: ClassVar[str] = "isotonic"
     needs_shift_trend: ClassVar[bool] = False
     needs_labels: ClassVar[bool] = False
+    is_softmax: ClassVar[bool] = False
 
     def __init__(
         self, knots_x: list[np.ndarray] | None = None, knots_y: list[np.ndarray] | None = None
@@ -304,7 +317,7 @@ class OracleCalibratorUsingTestLabels(_WithoutParameters):
         return softmax(logits, temperatures), temperatures
 
 
-#: the ablation calibrators by name (AdapTable adds its own "gnn")
+#: the ablation calibrators by name
 ABLATION_CALIBRATORS: dict[str, Any] = {
     cls.name: cls
     for cls in (
@@ -338,3 +351,40 @@ def _checked(
     if not np.all(np.isfinite(value)):
         raise ValueError(f"Calibrator {name!r}: array {key!r} holds NaN or inf values.")
     return value
+
+
+#: every calibrator AdapTable accepts, by name
+CALIBRATORS: dict[str, Any] = {GraphCalibrator.name: GraphCalibrator, **ABLATION_CALIBRATORS}
+#: the constructor parameters the calibrators own, all of them g_phi's
+CALIBRATOR_PARAMETERS = GraphCalibrator.parameter_constraints
+
+
+def fit_calibrator(name: str, context: FitContext, params: Mapping[str, Any]) -> Calibrator:
+    """The calibrator ``name`` fitted on the source: g_phi post-trained on the source rows, an
+    ablation calibrator on the held-out rows (validation where given)."""
+    if name == GraphCalibrator.name:
+        return GraphCalibrator.fit_source(context, params)
+    return ABLATION_CALIBRATORS[name]().fit(*context.held_out)
+
+
+def calibrator_state(calibrator: Any) -> PartState:
+    """A fitted calibrator's saved state: g_phi's own, or an ablation's ``calibrator.*`` arrays."""
+    if isinstance(calibrator, GraphCalibrator):
+        return calibrator.state()
+    return PartState({f"calibrator.{key}": value for key, value in calibrator.arrays().items()})
+
+
+def load_calibrator(name: str, context: LoadContext) -> Calibrator:
+    """Inverse of :func:`calibrator_state` for the calibrator ``name``.
+
+    Raises:
+        ValueError: naming the field that is missing or malformed.
+    """
+    if name == GraphCalibrator.name:
+        return GraphCalibrator.from_state(context)
+    try:
+        return ABLATION_CALIBRATORS[name].from_arrays(
+            context.reader.prefixed("calibrator."), context.n_classes
+        )
+    except ValueError as err:
+        raise context.reader.error("calibrator", str(err)) from err

@@ -237,7 +237,7 @@ def plugin_weights(posteriors: np.ndarray, objective: str) -> np.ndarray:
     if objective != "macro_f1":
         raise ValueError(f"objective must be one of {OBJECTIVES}; got {objective!r}.")
     if n_classes == 2:
-        threshold = _macro_f1_threshold(q[:, 1])
+        threshold = macro_f1_threshold(q[:, 1])
         return np.array([threshold, 1.0 - threshold])
     candidates = 1.0 / mean[None, :] ** BETAS[:, None]  # (B, C)
     # class-major: the label-shift branch runs this over its reservoir on every batch
@@ -247,7 +247,7 @@ def plugin_weights(posteriors: np.ndarray, objective: str) -> np.ndarray:
     return candidates[int(np.argmax(expected))]
 
 
-def _macro_f1_threshold(q1: np.ndarray) -> float:
+def macro_f1_threshold(q1: np.ndarray) -> float:
     """The threshold t (predict 1 when q1 >= t) with the highest expected binary macro-F1.
 
     Only cuts between distinct values are scored: a threshold cannot split rows of equal
@@ -300,14 +300,14 @@ def between_weights(posteriors: np.ndarray, prior: np.ndarray, objective: str) -
     prior = np.asarray(prior, dtype=np.float64)
     candidates = 1.0 / prior[None, :] ** BETAS[:, None]  # (B, C)
     if q.shape[1] == 2:
-        expected = score(_binary_family_confusions(q[:, 1], prior), objective)
+        expected = score(binary_family_confusions(q[:, 1], prior), objective)
     else:
         preds = (q[None, :, :] * candidates[:, None, :]).argmax(axis=-1)
         expected = score(expected_confusion(q, preds), objective)
     return candidates[int(np.argmax(expected))]
 
 
-def _binary_family_confusions(q1: np.ndarray, prior: np.ndarray) -> np.ndarray:
+def binary_family_confusions(q1: np.ndarray, prior: np.ndarray) -> np.ndarray:
     """Expected confusion matrices (B, 2, 2) of the rules v = 1 / p_s^beta on binary rows.
 
     Rule beta predicts 1 where q1 / q0 > (p1 / p0)^beta, i.e. q1 > r / (1 + r): one sort and a

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_consistent_length, column_or_1d
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
@@ -56,13 +56,13 @@ class SourceData:
     y_valid: np.ndarray | None = None
 
 
-class TestTimeMethod(BaseEstimator, ABC):
+class TestTimeMethod(ClassifierMixin, BaseEstimator, ABC):
     """Base class: fit once on source data, then adapt a stream batch by batch.
 
     Subclasses implement :meth:`_fit` (on integer labels 0..C-1), :meth:`predict_proba` and
     :meth:`reset`, and keep their constructor arguments as attributes of the same names: every
-    method is a scikit-learn estimator (``get_params``, ``set_params``, ``repr``,
-    ``check_is_fitted``).
+    method is a scikit-learn classifier (``get_params``, ``set_params``, ``repr``,
+    ``check_is_fitted``, ``sklearn.base.is_classifier``, :meth:`score`).
 
     Attributes (after fit):
         classes_: the labels of the source data, sorted, (C,); probability column j is class
@@ -131,6 +131,17 @@ class TestTimeMethod(BaseEstimator, ABC):
         index = np.asarray(self.predict_proba(X_batch)).argmax(axis=1)
         return index if self.classes_ is None else self.classes_[index]
 
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Accuracy of :meth:`predict` on ``X`` against the labels ``y``, X adapted as one batch.
+
+        **Stateful** like :meth:`predict`: scoring adapts on ``X`` and advances the online
+        state, so scoring the same rows twice may give two values; call :meth:`reset` first to
+        score a stream from its start.
+        """
+        from sklearn.metrics import accuracy_score
+
+        return float(accuracy_score(y, self.predict(X), sample_weight=sample_weight))
+
     @abstractmethod
     def reset(self) -> None:
         """Restore the state right after :meth:`fit` (online estimates, model weights)."""
@@ -140,7 +151,7 @@ class TestTimeMethod(BaseEstimator, ABC):
         """Raise ``NotFittedError`` before the first fit.
 
         The same test as scikit-learn's ``check_is_fitted(self, "classes_")``, without its
-        generic machinery: this runs on every batch, where that costs about 20 us.
+        generic machinery, whose cost shows on every batch.
         """
         if "classes_" not in self.__dict__:
             raise NotFittedError(

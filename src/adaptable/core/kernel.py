@@ -1,21 +1,18 @@
 """The complete-graph calibrator's forward pass in numpy, for inference on one test batch.
 
-The same function as :meth:`adaptable.core.adaptable.ShiftAwareCalibrator.forward` (in float64
-instead of float32), written as a handful of numpy operations because torch's per-operation
-overhead dominates a 64-row batch. With the all-ones adjacency every node of the column graph
-aggregates the mean of all nodes, so a row contributes only the mean of its node values.
+The same function as :meth:`adaptable.core.graph_network.ShiftAwareCalibrator.forward` (in
+float64 instead of float32), written as a handful of numpy operations because torch's
+per-operation overhead dominates a 64-row batch. With the all-ones adjacency every node of the
+column graph aggregates the mean of all nodes, so a row contributes only the mean of its node
+values. The kernel holds plain arrays; :func:`adaptable.core.graph_calibrator.complete_graph_kernel`
+copies them out of a trained network, so this module knows nothing of torch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-
-if TYPE_CHECKING:
-    from adaptable.core.adaptable import ShiftAwareCalibrator
 
 #: torch's softplus returns its input where ``beta * x`` exceeds this
 SOFTPLUS_THRESHOLD = 20.0
@@ -23,7 +20,7 @@ SOFTPLUS_THRESHOLD = 20.0
 
 @dataclass(frozen=True)
 class CompleteGraphKernel:
-    """Per-row temperatures T_i of a complete-graph :class:`ShiftAwareCalibrator`, in numpy.
+    """Per-row temperatures T_i of a complete-graph shift-aware calibrator, in numpy.
 
     A batch longer than ``width`` is cut into consecutive graphs of ``width`` rows; a shorter
     one is the zero-padded graph (zero rows add nothing to the GCN product).
@@ -38,26 +35,6 @@ class CompleteGraphKernel:
     bias: float
     softplus_beta: float
     min_temperature: float
-
-    @classmethod
-    def from_network(cls, net: ShiftAwareCalibrator) -> CompleteGraphKernel:
-        """Copy the weights of a complete-graph network."""
-        if net.adjacency != "complete":
-            raise ValueError(f"Only the complete graph has a numpy kernel; got {net.adjacency!r}.")
-        with torch.no_grad():
-            projection = net.category_projection.double().numpy()
-            weight = net.head.weight[0].double().numpy()
-            return cls(
-                category_weights=np.append(projection, 0.0),
-                offset=float(projection @ net.category_mean.double().numpy()),
-                n_nodes=net.n_nodes,
-                gcn=net.gcn.weight.double().numpy().T.copy(),
-                head_summary=weight[: net.hidden].copy(),
-                head_logits=weight[net.hidden :].copy(),
-                bias=float(net.head.bias.double()),
-                softplus_beta=net.softplus_beta,
-                min_temperature=net.min_temperature,
-            )
 
     def __call__(
         self, numeric: np.ndarray, category_index: np.ndarray, logits: np.ndarray

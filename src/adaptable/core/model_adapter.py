@@ -24,16 +24,84 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
-LogitFunction = Callable[[Any], np.ndarray]
-
 #: what a model gives, for ``output=``: detect, logits, or probabilities
 OUTPUTS = ("auto", "logits", "proba")
+
+#: how a :class:`LogitFunction` reads its model
+READERS = (
+    "torch",
+    "torch_proba",
+    "predict_logits",
+    "xgboost_margin",
+    "lightgbm_margin",
+    "catboost_margin",
+    "predict_proba",
+    "callable_logits",
+    "callable_proba",
+)
+
+
+class LogitFunction:
+    """``X -> logits``: a model and how to read it, checked on every call; picklable where the
+    model is (a fitted method holding one can be pickled and shipped to a worker).
+
+    Args:
+        model: the source model.
+        reader: one of :data:`READERS` (:func:`as_logit_function` chooses it).
+        source: what the model is, for messages.
+
+    Raises (on call):
+        ValueError: the model gave no (n, C) array with C >= 2, or non-finite values.
+    """
+
+    def __init__(self, model: Any, reader: str, source: str) -> None:
+        if reader not in READERS:
+            raise ValueError(f"reader must be one of {READERS}; got {reader!r}.")
+        self.model = model
+        self.reader = reader
+        self.source = source
+
+    def __call__(self, X: Any) -> np.ndarray:
+        out = self._read(X)
+        if out.ndim != 2 or out.shape[1] < 2:
+            raise ValueError(
+                f"The model ({self.source}) must give an (n, C) array with C >= 2; got shape "
+                f"{out.shape}."
+            )
+        if not np.all(np.isfinite(out)):
+            raise ValueError(
+                f"The model ({self.source}) returned non-finite logits (NaN or inf); check the "
+                "batch for missing or infinite values the model cannot handle."
+            )
+        return out
+
+    def _read(self, X: Any) -> np.ndarray:
+        model, reader = self.model, self.reader
+        if reader == "torch":
+            return _torch_call(model, X)
+        if reader == "torch_proba":
+            return _log(_torch_call(model, X))
+        if reader == "predict_logits":
+            return _to_numpy(model.predict_logits(X))
+        if reader == "xgboost_margin":
+            return _binary_margin(_to_numpy(model.predict(X, output_margin=True)))
+        if reader == "lightgbm_margin":
+            return _binary_margin(_to_numpy(model.predict(X, raw_score=True)))
+        if reader == "catboost_margin":
+            return _binary_margin(_to_numpy(model.predict(X, prediction_type="RawFormulaVal")))
+        if reader == "predict_proba":
+            return _log(_to_numpy(model.predict_proba(X)))
+        if reader == "callable_logits":
+            return _to_numpy(model(X))
+        return _log(_to_numpy(model(X)))
+
+    def __repr__(self) -> str:
+        return f"LogitFunction({type(self.model).__name__}, reader={self.reader!r})"
 
 
 def as_logit_function(model: Any, output: str = "auto") -> LogitFunction:
@@ -45,6 +113,9 @@ def as_logit_function(model: Any, output: str = "auto") -> LogitFunction:
         output: ``"auto"`` (detect), ``"logits"`` or ``"proba"``; required for plain callables.
             For objects, ``"proba"`` forces log-probabilities from ``predict_proba``.
 
+    Returns:
+        a :class:`LogitFunction`.
+
     Raises:
         TypeError: the model is none of the supported kinds.
         ValueError: ``output`` is unknown, or a plain callable came with ``output="auto"``.
@@ -52,24 +123,21 @@ def as_logit_function(model: Any, output: str = "auto") -> LogitFunction:
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {OUTPUTS}; got {output!r}.")
     if isinstance(model, torch.nn.Module):
-        if output == "proba":
-            return _checked(lambda X: _log(_torch_call(model, X)), "torch module")
-        return _checked(lambda X: _torch_call(model, X), "torch module")
+        reader = "torch_proba" if output == "proba" else "torch"
+        return LogitFunction(model, reader, "torch module")
     if output != "proba" and callable(getattr(model, "predict_logits", None)):
-        return _checked(lambda X: _to_numpy(model.predict_logits(X)), "predict_logits")
+        return LogitFunction(model, "predict_logits", "predict_logits")
     if callable(getattr(model, "predict_proba", None)):
-        margin = None if output == "proba" else _margin_function(model)
+        margin = None if output == "proba" else _margin_reader(model)
         if margin is not None:
-            return _checked(margin, f"{type(model).__name__} raw margin")
-        return _checked(lambda X: _log(_to_numpy(model.predict_proba(X))), "predict_proba")
+            return LogitFunction(model, margin, f"{type(model).__name__} raw margin")
+        return LogitFunction(model, "predict_proba", "predict_proba")
     if callable(model):
         if output == "auto":
             raise ValueError(
                 "A plain callable needs output='logits' or output='proba' to say what it returns."
             )
-        if output == "proba":
-            return _checked(lambda X: _log(_to_numpy(model(X))), "callable")
-        return _checked(lambda X: _to_numpy(model(X)), "callable")
+        return LogitFunction(model, f"callable_{output}", "callable")
     raise TypeError(
         "model must be a torch.nn.Module, an object with predict_logits or predict_proba, or a "
         f"callable; got {type(model).__name__}."
@@ -111,17 +179,13 @@ def _as_float_tensor(X: Any) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(array))
 
 
-def _margin_function(model: Any) -> LogitFunction | None:
-    """The library's raw score where one exists (boosters), else None."""
+def _margin_reader(model: Any) -> str | None:
+    """The reader of the library's raw score where one exists (boosters), else None."""
     module = type(model).__module__.split(".")[0]
     if module == "xgboost" and hasattr(model, "get_booster"):
-        return lambda X: _binary_margin(_to_numpy(model.predict(X, output_margin=True)))
-    if module == "lightgbm":
-        return lambda X: _binary_margin(_to_numpy(model.predict(X, raw_score=True)))
-    if module == "catboost":
-        return lambda X: _binary_margin(
-            _to_numpy(model.predict(X, prediction_type="RawFormulaVal"))
-        )
+        return "xgboost_margin"
+    if module in ("lightgbm", "catboost"):
+        return f"{module}_margin"
     return None
 
 
@@ -141,21 +205,3 @@ def _to_numpy(values: Any) -> np.ndarray:
 def _log(proba: np.ndarray) -> np.ndarray:
     # Clip so that a zero probability gives a large negative logit instead of -inf.
     return np.log(np.clip(proba, 1e-12, None))
-
-
-def _checked(function: LogitFunction, source: str) -> LogitFunction:
-    def logits(X: Any) -> np.ndarray:
-        out = function(X)
-        if out.ndim != 2 or out.shape[1] < 2:
-            raise ValueError(
-                f"The model ({source}) must give an (n, C) array with C >= 2; got shape "
-                f"{out.shape}."
-            )
-        if not np.all(np.isfinite(out)):
-            raise ValueError(
-                f"The model ({source}) returned non-finite logits (NaN or inf); check the batch "
-                "for missing or infinite values the model cannot handle."
-            )
-        return out
-
-    return logits

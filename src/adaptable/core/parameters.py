@@ -7,9 +7,8 @@ must satisfy one of its constraints (``None`` allows None, a type allows its ins
 parameter, what it accepts and what it got.
 
 Why our own and not ``sklearn.utils._param_validation``: that module is private (its leading
-underscore, absent from scikit-learn's developer guide, and its maintainers call
-``_parameter_constraints`` "a private thing" in scikit-learn#23772), and we depend on
-``scikit-learn>=1.4`` without an upper bound. A hundred lines here cost less than an estimator
+underscore; absent from scikit-learn's developer guide), and we depend on ``scikit-learn>=1.4``
+without an upper bound. A hundred lines here cost less than an estimator
 that breaks on a scikit-learn release; the names and semantics are the same, so swapping in
 scikit-learn's if it ever becomes public is a one-line change.
 

@@ -14,7 +14,7 @@ from safetensors import safe_open
 from sklearn.linear_model import LogisticRegression
 
 from adaptable import AdapTable
-from adaptable.core.adaptable import source_prior
+from adaptable.core import source_prior
 from adaptable.encoding import EncodedBatch, Encoder
 from adaptable.models.source_model import TorchSourceModel
 
@@ -108,14 +108,14 @@ def test_a_model_without_logits_from_encoded_is_called_on_the_raw_batch(
 
 def test_the_same_random_state_gives_the_same_fitted_state(synthetic, lr_pipeline) -> None:
     first, second = _fit(lr_pipeline, synthetic), _fit(lr_pipeline, synthetic)
-    assert first.rule_ == second.rule_
-    assert first.shift_test_.null_mean == second.shift_test_.null_mean
+    assert first.decider_.rule == second.decider_.rule
+    assert first.decider_.shift_test.null_mean == second.decider_.shift_test.null_mean
     batch = synthetic.test.X.iloc[:128]
     np.testing.assert_array_equal(first.predict_proba(batch), second.predict_proba(batch))
 
 
 def test_the_rule_bootstrap_is_seeded_by_random_state(synthetic, lr_pipeline, monkeypatch) -> None:
-    from adaptable.core import adaptable as module
+    from adaptable.core import recommended_decider as module
 
     seeds = []
     original = module.choose_rule

@@ -11,7 +11,6 @@ from sklearn.metrics import accuracy_score, f1_score
 from sklearn.pipeline import make_pipeline
 
 from adaptable import AdapTable
-from adaptable.core.serialization import load
 from adaptable.encoding import Encoder
 
 MEANS = np.array([[0.0, 0.0, 0.0], [1.0, 0.6, 0.3]])  # class-conditional means, unit variance
@@ -115,7 +114,7 @@ def test_without_any_shift_label_shift_correction_waits_for_evidence(source) -> 
         assert method.state.shift_statistic <= method.shift_test_threshold
     assert "label_shift" not in rules
     assert method.state.prior_shift_statistic < 3.84
-    assert method.state.prior_shift_statistic == method._prior_estimate.likelihood_ratio()
+    assert method.state.prior_shift_statistic == method.decider_.prior_estimate.likelihood_ratio()
     # The previous default (no likelihood-ratio test) corrects from the first batch.
     ungated = fitted(source, label_shift_level=1.0)
     ungated.predict_proba(rows.iloc[:64])
@@ -124,9 +123,9 @@ def test_without_any_shift_label_shift_correction_waits_for_evidence(source) -> 
 
 def test_imbalanced_source_without_shift_chooses_the_balanced_rule_for_macro_f1(source) -> None:
     method = fitted(source)
-    assert method.rule_.name == "balanced"  # a 20 % minority under-called by argmax
-    assert method.rule_.balanced_score > method.rule_.source_score
-    assert fitted(source, objective="accuracy").rule_.name == "source"
+    assert method.decider_.rule.name == "balanced"  # a 20 % minority under-called by argmax
+    assert method.decider_.rule.balanced_score > method.decider_.rule.source_score
+    assert fitted(source, objective="accuracy").decider_.rule.name == "source"
 
 
 def test_predict_proba_is_the_decision_of_the_chosen_rule(source) -> None:
@@ -135,14 +134,14 @@ def test_predict_proba_is_the_decision_of_the_chosen_rule(source) -> None:
     batch = draw(np.zeros(64, dtype=int), rng, shift=3.0)  # far from any label shift
     method = fitted(source)
     method.predict_proba(draw(np.zeros(640, dtype=int), rng, shift=3.0))  # the test decides
-    assert method.rule_.name == "balanced"
+    assert method.decider_.rule.name == "balanced"
     # On this covariate shift the model's own view of the stream says argmax serves macro-F1
     # better, so the balanced rule chosen on the source rows is not used.
     assert method.state.decision_rule == "source"
     p = model.predict_proba(batch)
     np.testing.assert_allclose(method.predict_proba(batch), p, rtol=1e-6)
     # Where the stream's expected confusions favour the balanced rule, it is used.
-    method._expected[1] = np.diag([1000.0, 1000.0])
+    method.decider_.expected_confusion[1] = np.diag([1000.0, 1000.0])
     balanced = p / method.source_prior_
     np.testing.assert_allclose(
         method.predict_proba(batch), balanced / balanced.sum(axis=1, keepdims=True), rtol=1e-6
@@ -165,7 +164,7 @@ def test_plugin_fallback_decides_by_the_expected_objective_over_the_stream(
     # Where the default falls back to argmax ("source"), this one uses the class weights that
     # maximise expected macro-F1 under the model's posteriors of every stream row so far.
     assert method.state.decision_rule == "plugin"
-    weights = plugin_weights(method._prior_estimate.reservoir, "macro_f1")
+    weights = plugin_weights(method.decider_.prior_estimate.reservoir, "macro_f1")
     np.testing.assert_allclose(out, normalize(model.predict_proba(batch) * weights), rtol=1e-6)
     assert not np.allclose(weights[0] / weights[1], 1.0)  # not argmax in disguise
     method.save(tmp_path / "plugin.safetensors")
@@ -194,7 +193,9 @@ def test_between_fallback_holds_the_plugin_decision_between_the_two_rules(source
     batch = draw((rng.random(64) < 0.2).astype(int), rng, shift=1.0)
     out = method.predict_proba(batch)
     assert method.state.decision_rule == "between"
-    weights = between_weights(method._prior_estimate.reservoir, method.source_prior_, "macro_f1")
+    weights = between_weights(
+        method.decider_.prior_estimate.reservoir, method.source_prior_, "macro_f1"
+    )
     np.testing.assert_allclose(out, normalize(model.predict_proba(batch) * weights), rtol=1e-6)
     prior = method.source_prior_
     beta = np.log(weights[1] / weights[0]) / np.log(prior[0] / prior[1])
@@ -215,7 +216,7 @@ def test_reset_replays_the_stream_and_save_load_continues_it(source, tmp_path) -
     stream(method, X.iloc[:512])
     method.save(tmp_path / "default.safetensors")
     loaded = AdapTable.load(tmp_path / "default.safetensors", model=model)
-    assert loaded.preset == "default" and loaded.rule_ == method.rule_
+    assert loaded.preset == "default" and loaded.decider_.rule == method.decider_.rule
     np.testing.assert_allclose(stream(loaded, X.iloc[512:]), stream(method, X.iloc[512:]))
 
 
@@ -235,7 +236,7 @@ def test_files_from_before_the_presets_load_as_the_paper_algorithm(source, tmp_p
     meta["format"] = "adaptable.AdapTable/1"
     del meta["params"]["preset"], meta["params"]["objective"]
     save_file(load_file(str(path)), str(path), metadata={"adaptable": json.dumps(meta)})
-    old = load(AdapTable, path, model)
+    old = AdapTable.load(path, model)
     assert old.preset == "paper"
     batch = X.iloc[:64]
     np.testing.assert_array_equal(old.predict_proba(batch), paper.predict_proba(batch))
@@ -255,9 +256,9 @@ def test_files_from_before_the_likelihood_ratio_test_load_without_it(source, tmp
         meta = json.loads(handle.metadata()["adaptable"])
     del meta["params"]["label_shift_level"]  # what a file of the previous version holds
     save_file(load_file(str(path)), str(path), metadata={"adaptable": json.dumps(meta)})
-    assert load(AdapTable, path, model).label_shift_level == 1.0
+    assert AdapTable.load(path, model).label_shift_level == 1.0
     method.set_params(label_shift_level=0.01).save(path)
-    assert load(AdapTable, path, model).label_shift_level == 0.01
+    assert AdapTable.load(path, model).label_shift_level == 0.01
 
 
 def covariate_shifted_stream(rng: np.random.Generator, n: int = 1280) -> pd.DataFrame:
@@ -282,7 +283,7 @@ def test_a_plain_held_out_win_lets_the_stream_check_decide_under_covariate_shift
     # evidence thresholds are checked on the model's reading alone.
     for evidence in (0.0, 0.47, 0.48, 0.8):
         method = fitted(source, covariate_rule_evidence=evidence, stream_check="model")
-        method.rule_ = weak
+        method.decider_.rule = weak
         stream(method, shifted)
         assert method.state.shift_statistic > method.shift_test_threshold
         rules[evidence] = method.state.decision_rule
@@ -290,22 +291,24 @@ def test_a_plain_held_out_win_lets_the_stream_check_decide_under_covariate_shift
     assert rules == {0.0: "balanced", 0.47: "balanced", 0.48: "source", 0.8: "source"}
     strong = fitted(source, stream_check="model")
     stream(strong, shifted)
-    assert strong.rule_.beta == 1.0 and strong.state.decision_rule == "balanced"
+    assert strong.decider_.rule.beta == 1.0 and strong.state.decision_rule == "balanced"
     vetoed = fitted(source)
     stream(vetoed, shifted)
-    assert vetoed.rule_.beta == 1.0 and vetoed.state.decision_rule == "source"
+    assert vetoed.decider_.rule.beta == 1.0 and vetoed.state.decision_rule == "source"
     # Where the stream favours argmax (the same covariate shift the other way: 0.74 vs 0.68),
     # the plain held-out win is not enough: the stream check has to be fed and read.
     rightwards = draw(np.zeros(1280, dtype=int), np.random.default_rng(7), shift=1.5)
     rightwards["k"] = covariate_shifted_stream(np.random.default_rng(8))["k"]
     method = fitted(source)
-    method.rule_ = weak
+    method.decider_.rule = weak
     stream(method, rightwards)
     assert method.state.shift_statistic > method.shift_test_threshold
     assert method.state.decision_rule == "source"
     # A held-out loss of the balanced rule is never enough, whatever the threshold.
     method = fitted(source)
-    method.rule_ = RuleChoice(beta=0.0, source_score=0.626, balanced_score=0.626, evidence=0.0)
+    method.decider_.rule = RuleChoice(
+        beta=0.0, source_score=0.626, balanced_score=0.626, evidence=0.0
+    )
     stream(method, shifted)
     assert method.state.decision_rule == "source"
     # In-domain rows pass the moment test: there the bootstrap margin (rule_evidence) stands,
@@ -317,7 +320,7 @@ def test_a_plain_held_out_win_lets_the_stream_check_decide_under_covariate_shift
         # (the model's reading alone: on these 192 rows the two readings nearly tie, and the
         # label-shift reading, whose estimate sits a little below p_s, keeps argmax)
         method = fitted(source, rule_evidence=evidence, stream_check="model")
-        method.rule_ = weak
+        method.decider_.rule = weak
         stream(method, in_domain)
         assert method.state.shift_statistic <= method.shift_test_threshold
         rules[evidence] = method.state.decision_rule
@@ -379,7 +382,7 @@ def test_the_label_shift_reading_scores_both_rules_on_the_reweighted_reservoir(s
     X, _ = moved_away_stream(0.05)
     method = fitted(source, stream_check="both")
     stream(method, X.iloc[:640])
-    reservoir = method._prior_estimate.reservoir
+    reservoir = method.decider_.prior_estimate.reservoir
     p_s = method.source_prior_
     prior = p_s.copy()
     for _ in range(2000):  # EM to its fixed point, from p_s
@@ -388,8 +391,8 @@ def test_the_label_shift_reading_scores_both_rules_on_the_reweighted_reservoir(s
         prior = (resp.sum(axis=0) + method.prior_strength * p_s) / (
             len(reservoir) + method.prior_strength
         )
-    np.testing.assert_allclose(method._reading_prior, prior, atol=1e-5)
-    assert method._reading_prior[1] < p_s[1] - 0.05  # the stream moved away from class 1
+    np.testing.assert_allclose(method.decider_.reading_prior, prior, atol=1e-5)
+    assert method.decider_.reading_prior[1] < p_s[1] - 0.05  # the stream moved away from class 1
     weighted = reservoir * prior / p_s
     weighted /= weighted.sum(axis=1, keepdims=True)
     scores = []
@@ -400,10 +403,11 @@ def test_the_label_shift_reading_scores_both_rules_on_the_reweighted_reservoir(s
             f1.append(2 * tp / (weighted[:, k].sum() + (pred == k).sum()))
         scores.append(np.mean(f1))
     assert scores[1] < scores[0]  # the balanced rule loses under this reading...
-    running = method._prior_estimate.prior.copy()
-    assert method._balanced_under_label_shift_reading() is False  # ...and the adapter says so
+    running = method.decider_.prior_estimate.prior.copy()
+    # ...and the adapter says so
+    assert method.decider_.label_shift_reading_favours_balanced() is False
     # the running estimate of the label-shift branch is left as it was
-    np.testing.assert_array_equal(method._prior_estimate.prior, running)
+    np.testing.assert_array_equal(method.decider_.prior_estimate.prior, running)
 
 
 def test_label_shift_decision_is_the_plugin_rule_under_the_estimated_prior(source) -> None:
@@ -420,7 +424,7 @@ def test_label_shift_decision_is_the_plugin_rule_under_the_estimated_prior(sourc
     last = X[-64:]
     proba = method.predict_proba(last)
     assert method.state.decision_rule == "label_shift"
-    estimate = method._prior_estimate
+    estimate = method.decider_.prior_estimate
     weights = plugin_weights(estimate.target_posteriors(), "macro_f1")
     assert not np.allclose(weights, weights[0])  # a threshold other than argmax q
     expected = normalize(estimate.target_posteriors(model.predict_proba(last)) * weights)
@@ -458,12 +462,12 @@ def test_files_from_before_covariate_rule_evidence_keep_one_threshold(source, tm
     method = fitted(source, rule_evidence=0.7)
     path = tmp_path / "before.safetensors"
     method.save(path)
-    assert load(AdapTable, path, model).covariate_rule_evidence == 0.0
+    assert AdapTable.load(path, model).covariate_rule_evidence == 0.0
     with safe_open(str(path), framework="numpy") as handle:
         meta = json.loads(handle.metadata()["adaptable"])
     del meta["params"]["covariate_rule_evidence"]  # what a file of the previous version holds
     save_file(load_file(str(path)), str(path), metadata={"adaptable": json.dumps(meta)})
-    assert load(AdapTable, path, model).covariate_rule_evidence == 0.7
+    assert AdapTable.load(path, model).covariate_rule_evidence == 0.7
 
 
 def test_files_from_before_stream_check_keep_the_model_reading(source, tmp_path) -> None:
@@ -476,12 +480,12 @@ def test_files_from_before_stream_check_keep_the_model_reading(source, tmp_path)
     method = fitted(source, stream_check="both")
     path = tmp_path / "both.safetensors"
     method.save(path)
-    assert load(AdapTable, path, model).stream_check == "both"
+    assert AdapTable.load(path, model).stream_check == "both"
     with safe_open(str(path), framework="numpy") as handle:
         meta = json.loads(handle.metadata()["adaptable"])
     del meta["params"]["stream_check"]  # what a file of the previous version holds
     save_file(load_file(str(path)), str(path), metadata={"adaptable": json.dumps(meta)})
-    assert load(AdapTable, path, model).stream_check == "model"
+    assert AdapTable.load(path, model).stream_check == "model"
 
 
 def test_bad_default_parameters_name_themselves() -> None:
@@ -518,11 +522,13 @@ def test_accuracy_objective_keeps_the_source_accuracy_on_a_short_stream(source) 
     y = (rng.random(230) < 0.08).astype(int)
     X = draw(y, rng)
     method = fitted(source, objective="accuracy")
-    assert method._prior_estimate.prior.tolist() == pytest.approx(method.source_prior_.tolist())
+    assert method.decider_.prior_estimate.prior.tolist() == pytest.approx(
+        method.source_prior_.tolist()
+    )
     adapted = accuracy_score(y, stream(method, X).argmax(axis=1))
     assert adapted >= accuracy_score(y, model.predict(X)) - 0.01
     uniform = fitted(source)  # macro-F1: centred at uniform, leaning towards the balanced rule
-    assert uniform._prior_estimate.prior.tolist() == [0.5, 0.5]
+    assert uniform.decider_.prior_estimate.prior.tolist() == [0.5, 0.5]
 
 
 @pytest.mark.xfail(
@@ -556,3 +562,91 @@ def test_a_pure_label_shift_stream_longer_than_the_source_keeps_being_corrected(
     assert method.state.shift_statistic < 3.0
     truth = np.bincount(ds.test.y, minlength=2) / len(ds.test.y)
     np.testing.assert_allclose(method.state.online_prior, truth, atol=0.05)
+
+
+# ------------------------------------------------------------------ the decider on its own
+def _decider(synthetic, frame_logreg, **params):
+    from adaptable.core import RecommendedDecider
+
+    from .conftest import batches, fit_context
+
+    model = frame_logreg(synthetic)
+    context = fit_context(synthetic, model)
+    decider = RecommendedDecider(**params).fit(context)
+    return decider, context, batches(synthetic, model, context.encoder)
+
+
+def test_the_decider_reports_each_batchs_statistics_and_rule(synthetic, frame_logreg) -> None:
+    decider, context, stream_ = _decider(synthetic, frame_logreg)
+    assert decider.shift_statistic == 0.0  # no row seen
+    np.testing.assert_array_equal(decider.online_prior, [0.5, 0.5])  # macro-F1: uniform centre
+    for batch in stream_:
+        decision = decider.decide(batch)
+        assert decision.rule in ("source", "balanced", "label_shift")
+        assert decision.shift_statistic == decider.shift_statistic
+        np.testing.assert_allclose(decision.proba.sum(axis=1), 1.0)
+        np.testing.assert_array_equal(decision.target_prior, decider.online_prior)
+        assert np.isnan(decision.uncertainty).all() and len(decision.uncertainty) == len(batch)
+    assert decider.prior_estimate.n_seen == sum(len(b) for b in stream_)
+    decider.reset()
+    assert decider.prior_estimate.n_seen == 0 and decider.shift_statistic == 0.0
+    assert not decider.expected_confusion.any()
+
+
+def test_the_deciders_state_restores_mid_stream_and_continues_identically(
+    synthetic, frame_logreg
+) -> None:
+    from adaptable.core import RecommendedDecider
+    from adaptable.core.decision import RuleChoice
+
+    from .conftest import load_context
+
+    decider, context, stream_ = _decider(synthetic, frame_logreg, fallback="plugin")
+    # a held-out win of the balanced rule, so that the stream check is fed
+    decider.rule = RuleChoice(beta=1.0, source_score=0.5, balanced_score=0.6, evidence=1.0)
+    for batch in stream_[:3]:
+        decider.decide(batch)
+    params = AdapTable(fallback="plugin").get_params()
+    twin = RecommendedDecider.from_state(
+        load_context(decider.state(), params, context.source_prior)
+    )
+    assert twin.rule == decider.rule and twin.fallback == "plugin"
+    # the stream's state travels: the expected confusions (fed while the balanced rule is a
+    # candidate), the reservoir and the estimate, the moment test's sums
+    assert decider.expected_confusion.sum() > 0
+    np.testing.assert_array_equal(twin.expected_confusion, decider.expected_confusion)
+    np.testing.assert_array_equal(twin.prior_estimate.reservoir, decider.prior_estimate.reservoir)
+    np.testing.assert_array_equal(twin.online_prior, decider.online_prior)
+    assert twin.shift_statistic == decider.shift_statistic
+    for batch in stream_[3:]:
+        a, b = twin.decide(batch), decider.decide(batch)
+        np.testing.assert_array_equal(a.proba, b.proba)
+        assert a.rule == b.rule
+
+
+def test_from_state_refuses_a_temperature_or_negative_counts(synthetic, frame_logreg) -> None:
+    from adaptable.core import RecommendedDecider
+
+    from .conftest import load_context
+
+    decider, context, _ = _decider(synthetic, frame_logreg)
+    params = AdapTable().get_params()
+    with pytest.raises(ValueError, match="'temperature'"):
+        RecommendedDecider.from_state(
+            load_context(decider.state(), params, context.source_prior, temperature=2.0)
+        )
+    state = decider.state()
+    state.arrays["expected_confusion"] = -np.ones((2, 2, 2))
+    with pytest.raises(ValueError, match="'expected_confusion'"):
+        RecommendedDecider.from_state(load_context(state, params, context.source_prior))
+
+
+def test_the_balanced_rule_is_a_candidate_by_the_held_out_evidence(synthetic, frame_logreg):
+    from adaptable.core.decision import RuleChoice
+
+    decider, *_ = _decider(synthetic, frame_logreg, rule_evidence=0.8, covariate_rule_evidence=0.4)
+    decider.rule = RuleChoice(beta=1.0, source_score=0.6, balanced_score=0.7, evidence=0.5)
+    assert decider.balanced_is_candidate(covariate=True)
+    assert not decider.balanced_is_candidate(covariate=False)
+    decider.rule = RuleChoice(beta=0.0, source_score=0.7, balanced_score=0.7, evidence=1.0)
+    assert not decider.balanced_is_candidate(covariate=True)  # a tie on the held-out rows

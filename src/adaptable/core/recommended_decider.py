@@ -1,0 +1,380 @@
+"""The recommended decider (``AdapTable(preset="default")``): decide for an objective, and
+correct for label shift only where the stream supports it.
+
+At fit, on the held-out source rows: the decision rule that serves ``objective`` (the model's
+argmax, or the balanced rule argmax p(y|x) / p_s(y), :func:`~adaptable.core.decision.choose_rule`),
+and on all source rows the moment-matching label-shift test
+(:class:`~adaptable.core.label_shift.LabelShiftTest`). On each batch:
+
+1. While the stream's feature means are consistent with a pure label shift of the source (the
+   test's z-score at most ``shift_test_threshold``) and the MAP-EM estimate p_t of the target
+   label distribution differs from p_s (likelihood-ratio test at ``label_shift_level``): the
+   posteriors re-weighted by p_t / p_s, and the class weights that maximise the expected
+   objective over the stream so far (rule ``"label_shift"``).
+2. Otherwise the balanced rule, where the held-out rows let it be considered
+   (:meth:`RecommendedDecider.balanced_is_candidate`) and the stream confirms it: its expected
+   objective is at least argmax's under the model's calibrated posteriors and, with
+   ``stream_check="both"``, also under those posteriors read as a label shift
+   (:meth:`RecommendedDecider.label_shift_reading_favours_balanced`) (rule ``"balanced"``).
+3. Otherwise the ``fallback``: the model's argmax (``"source"``), the plug-in weights
+   (``"plugin"``), or, once a covariate shift is in evidence, the rule held between the two
+   source rules (``"between"``).
+
+``docs/method.md`` gives the reasons and the benchmarks behind each choice.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from numbers import Real
+from typing import ClassVar
+
+import numpy as np
+
+from adaptable.core.deciders import CalibratedBatch, Decider, Decision
+from adaptable.core.decision import (
+    OBJECTIVES,
+    RuleChoice,
+    argmax_by_class,
+    between_weights,
+    choose_rule,
+    expected_confusion,
+    plugin_weights,
+    score,
+)
+from adaptable.core.label_shift import LabelShiftTest
+from adaptable.core.parameters import Constraint, Interval, StrOptions
+from adaptable.core.parts import FitContext, LoadContext, PartState
+from adaptable.core.prior_estimate import OnlinePriorEstimate, prior_center
+from adaptable.core.probability import normalize, softmax
+
+#: the decision where neither label-shift correction nor the balanced rule applies
+FALLBACKS = ("argmax", "plugin", "between")
+#: how the stream confirms the balanced rule: the model's reading, or both readings
+STREAM_CHECKS = ("model", "both")
+
+
+class RecommendedDecider(Decider):
+    """The recommended decision logic (see the module docstring for the order of the rules).
+
+    Args (``AdapTable(...)`` arguments it owns):
+        objective: the metric decisions are made for, ``"macro_f1"``, ``"balanced_accuracy"``
+            or ``"accuracy"``.
+        shift_test_threshold: label-shift correction applies while the moment test's z-score
+            is at most this (3: three null standard deviations).
+        prior_strength: rows' worth of the Dirichlet prior in the MAP estimate of the target
+            label distribution (centred at the uniform distribution for macro-F1 and balanced
+            accuracy, at p_s for accuracy).
+        label_shift_level: label-shift correction also needs the likelihood-ratio test of the
+            estimate against p_s (chi-squared, C - 1 degrees of freedom) to reject at this
+            level; ``1.0`` turns that test off.
+        rule_evidence: the balanced rule is considered when it beats argmax on the held-out rows
+            and on at least this share of bootstrap resamples of them.
+        covariate_rule_evidence: the same share once the moment test has rejected pure label
+            shift (the held-out rows may no longer stand for the target); 0: a plain held-out
+            win is enough there, and the stream check decides.
+        fallback: the decision where the stream is not a label shift and the balanced rule is
+            not used: ``"argmax"`` (the model's own decision), ``"plugin"`` (the class weights
+            that maximise the expected objective under the model's posteriors over the stream
+            so far), or ``"between"`` (once a covariate shift is in evidence, the rule
+            argmax p(y|x) / p_s(y)^beta, beta in 0, 0.1, ..., 1, with the highest expected
+            objective: never past the balanced rule).
+        stream_check: ``"both"``: the balanced rule's expected objective must be at least
+            argmax's under the model's posteriors and under the label-shift reading of the
+            stream; ``"model"``: under the model's posteriors alone.
+
+    Attributes (after fit):
+        rule: the held-out :class:`~adaptable.core.decision.RuleChoice` (may be replaced, e.g.
+            to study the stream check).
+        shift_test: the moment-matching :class:`~adaptable.core.label_shift.LabelShiftTest`.
+        prior_estimate: the MAP-EM
+            :class:`~adaptable.core.prior_estimate.OnlinePriorEstimate` of the target labels.
+        expected_confusion: the stream's expected (true, predicted) counts of argmax [0] and
+            of the balanced rule [1] under the calibrated posteriors, (2, C, C).
+
+    The seams for what comes next: every :class:`~adaptable.core.deciders.Decision` carries the
+    batch's statistics and rule (a per-batch drift report reads them), and labelled target rows
+    that arrive late would enter through a method beside :meth:`decide` that updates
+    :attr:`prior_estimate` and :attr:`expected_confusion` from (calibrated posteriors, labels).
+    """
+
+    preset: ClassVar[str] = "default"
+    needs_features: ClassVar[bool] = True
+    default_calibrator: ClassVar[str] = "none"
+    parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "objective": [StrOptions(OBJECTIVES)],
+        "shift_test_threshold": [Interval(Real, None, None, closed="neither")],
+        "prior_strength": [Interval(Real, 0, None, closed="left")],
+        "label_shift_level": [Interval(Real, 0, 1, closed="right")],
+        "rule_evidence": [Interval(Real, 0, 1, closed="both")],
+        "covariate_rule_evidence": [Interval(Real, 0, 1, closed="both")],
+        "fallback": [StrOptions(FALLBACKS)],
+        "stream_check": [StrOptions(STREAM_CHECKS)],
+    }
+
+    def __init__(
+        self,
+        *,
+        objective: str = "macro_f1",
+        shift_test_threshold: float = 3.0,
+        prior_strength: float = 64.0,
+        label_shift_level: float = 0.05,
+        rule_evidence: float = 0.8,
+        covariate_rule_evidence: float = 0.0,
+        fallback: str = "argmax",
+        stream_check: str = "both",
+    ) -> None:
+        self.objective = objective
+        self.shift_test_threshold = shift_test_threshold
+        self.prior_strength = prior_strength
+        self.label_shift_level = label_shift_level
+        self.rule_evidence = rule_evidence
+        self.covariate_rule_evidence = covariate_rule_evidence
+        self.fallback = fallback
+        self.stream_check = stream_check
+
+    # ------------------------------------------------------------------ fit and stream
+    def fit(self, context: FitContext) -> RecommendedDecider:
+        """The rule on the held-out rows, the label-shift test on all source rows, and the
+        target-prior estimate; ``context.encoder`` must be fitted."""
+        if not context.has_validation:
+            warnings.warn(
+                "AdapTable: no validation rows given; the decision rule and the calibrator "
+                "are chosen on the training rows, whose scores are optimistic. Pass "
+                "X_valid, y_valid.",
+                UserWarning,
+                stacklevel=4,
+            )
+        logits, labels = context.held_out
+        self.source_prior_ = context.source_prior
+        self.rule = choose_rule(
+            softmax(logits),
+            labels,
+            self.source_prior_,
+            self.objective,
+            evidence=self.rule_evidence,
+            seed=context.seed,
+        )
+        encoded = context.encoder.encode(context.source_rows())
+        self.shift_test = LabelShiftTest.fit(
+            encoded.numeric,
+            encoded.codes,
+            context.encoder.cardinalities,
+            context.source_labels(),
+            context.n_classes,
+            seed=context.seed,
+        )
+        self.prior_estimate = self._new_prior_estimate(context.seed)
+        self.reset()
+        return self
+
+    def _new_prior_estimate(self, seed: int) -> OnlinePriorEstimate:
+        return OnlinePriorEstimate(
+            self.source_prior_,
+            strength=self.prior_strength,
+            seed=seed,
+            center=prior_center(self.objective),
+        )
+
+    def reset(self) -> None:
+        self.shift_test.reset()
+        self.prior_estimate.reset()
+        self._start(np.zeros((2, len(self.source_prior_), len(self.source_prior_))))
+
+    def _start(self, expected: np.ndarray) -> None:
+        """The per-stream state besides the test and the estimate."""
+        self.expected_confusion = expected
+        # warm start of the label-shift reading's estimate (a cache: not saved)
+        self._reading_prior = self.source_prior_.copy()
+        # argmax's and the balanced rule's class weights, (2, 1, C): both rules predict a batch
+        # in one product (the balanced rule's are the weights its decision uses, 1 / p_s)
+        n_classes = len(self.source_prior_)
+        self._rule_weights = np.stack([np.ones(n_classes), 1.0 / self.source_prior_])[:, None, :]
+
+    @property
+    def online_prior(self) -> np.ndarray:
+        return self.prior_estimate.prior.copy()
+
+    @property
+    def shift_statistic(self) -> float:
+        return self.shift_test.z_score()
+
+    @property
+    def reading_prior(self) -> np.ndarray:
+        """The label-shift reading's last estimate of the target label distribution, (C,)."""
+        return self._reading_prior.copy()
+
+    # ------------------------------------------------------------------ one batch
+    def decide(self, batch: CalibratedBatch) -> Decision:
+        """The decision for one batch (rules in the order of the module docstring)."""
+        logits, calibrated, encoded = batch.logits, batch.calibrated, batch.encoded
+        self.shift_test.update(encoded.numeric, encoded.codes)
+        self.prior_estimate.add(calibrated)
+        proba = batch.model_proba()
+        if self.balanced_is_candidate(covariate=False) or self.balanced_is_candidate(
+            covariate=True
+        ):
+            # The stream's expected confusion of both rules, under the calibrated posteriors;
+            # only read when the balanced rule is a candidate.
+            # (2, n) predictions of argmax (weights 1) and the balanced rule (weights 1 / p_s).
+            rules = (proba * self._rule_weights).argmax(axis=-1)
+            self.expected_confusion += expected_confusion(calibrated, rules)
+        label_shift, prior_statistic = self._label_shift_applies()
+        # the moment test rejected pure label shift: a covariate shift is in evidence
+        covariate = prior_statistic is None
+        # p_t as estimated (only updated while the moment test accepts), for the state
+        target = self.prior_estimate.prior.copy()
+        if label_shift:
+            posteriors = self.prior_estimate.target_posteriors(calibrated)
+            weights = plugin_weights(self.prior_estimate.target_posteriors(), self.objective)
+            rule = "label_shift"
+        else:
+            posteriors = proba
+            weights, rule = self._without_label_shift(covariate)
+        proba = normalize(posteriors if weights is None else posteriors * weights)
+        return Decision(
+            proba,
+            target,
+            target,
+            np.full(len(logits), np.nan),
+            rule=rule,
+            shift_statistic=self.shift_test.z_score(),
+            prior_shift_statistic=prior_statistic,
+        )
+
+    def _without_label_shift(self, covariate: bool) -> tuple[np.ndarray | None, str]:
+        """The class weights (``None``: argmax) and rule name outside label-shift correction."""
+        if self.balanced_is_candidate(covariate=covariate):
+            source_score, balanced_score = score(self.expected_confusion, self.objective)
+            balanced = bool(balanced_score >= source_score)
+            if balanced and self.stream_check == "both":
+                balanced = self.label_shift_reading_favours_balanced()
+            if balanced:
+                return self._rule_weights[1, 0], "balanced"
+        if self.fallback == "between" and covariate:
+            # Only once a covariate shift is in evidence: the held-out rows may no longer stand
+            # for the target. Before that (no shift, or a label shift not yet shown) the
+            # held-out choice stands.
+            reservoir = self.prior_estimate.reservoir
+            return between_weights(reservoir, self.source_prior_, self.objective), "between"
+        if self.fallback == "plugin":
+            # The stream's (calibrated) posteriors taken as the target's: O(reservoir).
+            return plugin_weights(self.prior_estimate.reservoir, self.objective), "plugin"
+        # (argmax keeps the posteriors as they are: weights of one change no value)
+        return None, "source"
+
+    def balanced_is_candidate(self, covariate: bool) -> bool:
+        """Whether the held-out rows let the balanced rule be considered: it beat argmax there,
+        on at least ``rule_evidence`` of the bootstrap resamples, or ``covariate_rule_evidence``
+        once the moment test has rejected pure label shift (``covariate``)."""
+        rule = self.rule
+        if rule.balanced_score <= rule.source_score:
+            return False
+        return rule.evidence >= (self.covariate_rule_evidence if covariate else self.rule_evidence)
+
+    def label_shift_reading_favours_balanced(self) -> bool:
+        """Whether the balanced rule also wins when the stream is read as a label shift.
+
+        The reservoir's posteriors are re-weighted by p_t / p_s, p_t the MAP-EM estimate under
+        a Dirichlet prior centred at p_s (``prior_strength`` rows; so a short stream reads as no
+        label shift at all), and both rules are scored on the reservoir. A model trained where
+        a class is common over-states it where it is rare, so its posteriors alone can favour
+        the balanced rule on a stream that has moved away from the classes that rule boosts;
+        this reading moves the other way. Updates :attr:`reading_prior`; the running estimate
+        of the label-shift branch is left as it is.
+        """
+        estimate = self.prior_estimate
+        self._reading_prior = estimate.estimate_with(
+            self.source_prior_, self.prior_strength, self._reading_prior
+        )
+        # Class-major (C, n) throughout: this runs on every batch where the model's reading
+        # favours the balanced rule, over the whole reservoir.
+        posteriors = estimate.reservoir_by_class
+        balanced_weights = self._rule_weights[1, 0][:, None]
+        rules = np.stack(
+            [argmax_by_class(posteriors), argmax_by_class(posteriors * balanced_weights)]
+        )
+        weighted = estimate.target_posteriors_by_class(self._reading_prior)
+        matrices = expected_confusion(weighted.T, rules)
+        source_score, balanced_score = score(matrices, self.objective)
+        return bool(balanced_score >= source_score)
+
+    def _label_shift_applies(self) -> tuple[bool, float | None]:
+        """Whether the stream is consistent with pure label shift (the moment test) and its
+        label distribution moved (the likelihood-ratio test), and the latter's statistic
+        (``None`` where the moment test already rejected); updates the estimate p_t."""
+        if self.shift_test.z_score() > self.shift_test_threshold:
+            return False, None
+        self.prior_estimate.estimate()
+        statistic = self.prior_estimate.likelihood_ratio()
+        if self.label_shift_level >= 1.0:
+            return True, statistic
+        critical = chi2_critical(self.label_shift_level, len(self.source_prior_) - 1)
+        return statistic >= critical, statistic
+
+    # ------------------------------------------------------------------ saved state
+    def state(self) -> PartState:
+        """The rule, the test's and the estimate's arrays, the expected confusions, the seed."""
+        arrays = {f"shift_test.{k}": v for k, v in self.shift_test.arrays().items()}
+        arrays |= {f"prior_estimate.{k}": v for k, v in self.prior_estimate.arrays().items()}
+        arrays["expected_confusion"] = self.expected_confusion
+        rule = self.rule
+        metadata = {
+            "temperature": None,
+            "rule": {
+                "beta": rule.beta,
+                "source_score": rule.source_score,
+                "balanced_score": rule.balanced_score,
+                "evidence": rule.evidence,
+            },
+            "seed": self.prior_estimate.seed,
+        }
+        return PartState(arrays, metadata)
+
+    @classmethod
+    def from_state(cls, context: LoadContext) -> RecommendedDecider:
+        """Inverse of :meth:`state`, mid-stream; every field checked."""
+        reader, n_classes = context.reader, context.n_classes
+        decider = cls.from_params(context.params)
+        decider.source_prior_ = context.source_prior
+        if reader.meta.get("temperature") is not None:
+            raise reader.error("temperature", "must be null for the default preset")
+        rule = reader.field("rule", dict)
+        try:
+            choice = RuleChoice(
+                float(rule["beta"]),
+                float(rule["source_score"]),
+                float(rule["balanced_score"]),
+                float(rule["evidence"]),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise reader.error("rule", f"cannot be read ({err})") from err
+        if choice.beta not in (0.0, 1.0) or not 0.0 <= choice.evidence <= 1.0:
+            raise reader.error("rule", f"must have beta 0 or 1 and evidence in [0, 1]; got {rule}")
+        try:
+            test = LabelShiftTest.from_arrays(reader.prefixed("shift_test."), n_classes)
+        except (ValueError, KeyError) as err:
+            raise reader.error("shift_test", str(err)) from err
+        estimate = decider._new_prior_estimate(reader.field("seed", int))
+        state = reader.prefixed("prior_estimate.")
+        # Before the first batch the reservoir is empty, and safetensors does not write it.
+        state.setdefault("reservoir", np.zeros((0, n_classes)))
+        try:
+            estimate.restore(state)
+        except (ValueError, KeyError) as err:
+            raise reader.error("prior_estimate", str(err)) from err
+        expected = reader.tensor("expected_confusion", (2, n_classes, n_classes))
+        if np.any(expected < 0):
+            raise reader.error("expected_confusion", "holds negative counts")
+        decider.rule, decider.shift_test, decider.prior_estimate = choice, test, estimate
+        decider._start(expected.astype(np.float64))
+        return decider
+
+
+@functools.lru_cache(maxsize=16)
+def chi2_critical(level: float, degrees: int) -> float:
+    """The chi-squared quantile a statistic must reach to reject at ``level``."""
+    from scipy.stats import chi2
+
+    return float(chi2.isf(level, degrees))

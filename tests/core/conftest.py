@@ -1,0 +1,45 @@
+"""Helpers of the core tests: a decider's fit context on the synthetic task, its batches, and a
+part's state as the saved file would hold it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from adaptable.core import CalibratedBatch, SourceData, softmax, source_prior
+from adaptable.core.parts import FitContext, LoadContext, PartState
+from adaptable.core.state import StateReader
+from adaptable.encoding import Encoder
+
+FORMAT = "adaptable.AdapTable/2"
+
+
+def fit_context(ds, model, seed: int = 0) -> FitContext:
+    """The synthetic task's source as a decider sees it (logits: the log of the model's p)."""
+    source = SourceData(ds.train.X, ds.train.y, ds.valid.X, ds.valid.y)
+    logits = np.log(model.predict_proba(ds.train.X))
+    logits_valid = np.log(model.predict_proba(ds.valid.X))
+    prior = source_prior(ds.train.y, ds.valid.y, n_classes=2)
+    encoder = Encoder().fit(ds.train.X)
+    return FitContext(source, logits, logits_valid, prior, encoder, seed)
+
+
+def batches(ds, model, encoder, size: int = 64, count: int = 6) -> list[CalibratedBatch]:
+    """Consecutive test batches, uncalibrated (q = softmax(z))."""
+    out = []
+    for i in range(count):
+        rows = ds.test.X.iloc[i * size : (i + 1) * size]
+        logits = np.log(model.predict_proba(rows))
+        out.append(CalibratedBatch(logits, softmax(logits), encoder.encode(rows), True))
+    return out
+
+
+def load_context(
+    state: PartState, params: dict, prior: np.ndarray, encoder=None, **meta
+) -> LoadContext:
+    """A LoadContext over ``state`` as a file would hold it (metadata through JSON)."""
+    metadata = {"format": FORMAT, **state.metadata, **meta}
+    arrays = {k: np.asarray(v) for k, v in state.arrays.items() if np.asarray(v).size}
+    reader = StateReader("memory", json.dumps(metadata), arrays, (FORMAT,))
+    return LoadContext(reader, params, len(prior), prior, encoder)

@@ -1,0 +1,94 @@
+"""A fitted AdapTable pickles and joblib-dumps mid-stream, and the copy continues the stream
+exactly as the original does (both presets, the graph calibrator, a torch model sharing the
+Encoder, a scikit-learn pipeline)."""
+
+from __future__ import annotations
+
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+import torch
+
+from adaptable import AdapTable
+from adaptable.encoding import Encoder
+from adaptable.models.source_model import TorchSourceModel
+
+#: case -> AdapTable options (post-training kept short)
+CASES = {
+    "default": {},
+    "default_fallback_between": {"fallback": "between"},
+    "default_gnn": {"calibrator": "gnn", "epochs": 2},
+    "paper": {"preset": "paper", "epochs": 2},
+    "paper_correlation": {"preset": "paper", "epochs": 2, "adjacency": "correlation"},
+    "paper_platt": {"preset": "paper", "calibrator": "platt"},
+}
+
+
+@pytest.fixture(scope="module")
+def torch_source(synthetic) -> TorchSourceModel:
+    encoder = Encoder().fit(synthetic.train.X)
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(
+        torch.nn.Linear(encoder.n_features_out_, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)
+    )
+    return TorchSourceModel(module, encoder, n_classes=2, name="mlp")
+
+
+def _stream(synthetic, count: int = 5, size: int = 64) -> list:
+    return [synthetic.test.X.iloc[i * size : (i + 1) * size] for i in range(count)]
+
+
+def _continues_identically(method: AdapTable, stream: list, tmp_path) -> None:
+    for batch in stream[:2]:  # mid-stream: the online state has moved
+        method.predict_proba(batch)
+    path = tmp_path / "adaptable.joblib"
+    joblib.dump(method, path)
+    twins = {"pickle": pickle.loads(pickle.dumps(method)), "joblib": joblib.load(path)}
+    expected = [method.predict_proba(batch) for batch in stream[2:]]
+    state = method.state
+    for how, twin in twins.items():
+        got = [twin.predict_proba(batch) for batch in stream[2:]]
+        for a, b in zip(got, expected, strict=True):
+            assert np.array_equal(a, b), f"the {how} copy drifted"
+        assert twin.state.n_batches == state.n_batches
+        assert np.array_equal(twin.state.online_prior, state.online_prior)
+        assert twin.state.decision_rule == state.decision_rule
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_pipeline_adapter_continues_after_pickling(case, synthetic, frame_logreg, tmp_path):
+    method = AdapTable(random_state=0, **CASES[case]).fit(
+        frame_logreg(synthetic),
+        synthetic.train.X,
+        synthetic.train.y,
+        synthetic.valid.X,
+        synthetic.valid.y,
+    )
+    _continues_identically(method, _stream(synthetic), tmp_path)
+
+
+@pytest.mark.parametrize("case", ["default", "paper"])
+def test_an_adapter_sharing_a_torch_models_encoder_continues_after_pickling(
+    case, synthetic, torch_source, tmp_path
+):
+    method = AdapTable(random_state=0, **CASES[case]).fit(
+        torch_source, synthetic.train.X, synthetic.train.y, synthetic.valid.X, synthetic.valid.y
+    )
+    assert method.encoder_ is torch_source.encoder
+    _continues_identically(method, _stream(synthetic), tmp_path)
+
+
+def test_the_copy_and_the_original_are_independent(synthetic, frame_logreg) -> None:
+    method = AdapTable(random_state=0).fit(
+        frame_logreg(synthetic),
+        synthetic.train.X,
+        synthetic.train.y,
+        synthetic.valid.X,
+        synthetic.valid.y,
+    )
+    twin = pickle.loads(pickle.dumps(method))
+    batch = synthetic.test.X.iloc[:64]
+    twin.predict_proba(batch)
+    assert twin.state.n_batches == 1 and method.state.n_batches == 0
