@@ -156,8 +156,11 @@ def macro_f1(y: np.ndarray, pred: np.ndarray) -> float:
     return 100.0 * float(score(confusion(y, pred, 2), "macro_f1"))
 
 
-def run(stream: Stream, share: float, delay: int, seed: int) -> dict[str, float]:
-    """One stream with feedback: macro-F1 of every method, the gap recovered, prior errors."""
+def run(
+    stream: Stream, share: float, delay: int, seed: int, with_anchors: bool = True
+) -> dict[str, float]:
+    """One stream with feedback: macro-F1 of every method, the gap recovered, prior errors
+    (``with_anchors=False`` leaves the label-only anchors out)."""
     source = LogisticRegression().fit(stream.x_train, stream.y_train)
     model = BiasedModel(source, stream.logit_bias)
     p_s = np.bincount(np.concatenate([stream.y_train, stream.y_valid]), minlength=2) / (
@@ -169,6 +172,7 @@ def run(stream: Stream, share: float, delay: int, seed: int) -> dict[str, float]
             model, stream.x_train, stream.y_train, stream.x_valid, stream.y_valid
         )
         for cls in (LabelledRecalibration, LabelledPrior, LabelledOnline)
+        if with_anchors
     }
     rng = np.random.default_rng([seed, 1])
     pending: deque[tuple[int, np.ndarray]] = deque()
