@@ -6,18 +6,23 @@ the labelled-rows parts (:class:`adaptable.core.feedback.LabelledFeedback`), the
 batches later, reveals the labels of a random ``share`` of that batch's rows to them. Every
 row is scored as predicted before its label arrived.
 
-Two shifts of a two-class Gaussian source (logistic-regression model, 75 % class 0):
+Shifts of a two-class Gaussian source (logistic-regression model, 75 % class 0):
 
 - ``concept``: class 0's mean moves towards class 1's (the labels' share stays): p(y|x)
   moves, the model over-calls class 1, and no re-weighting by p_t / p_s can help;
 - ``label``: pure label shift to 40 % class 0, with the model's posteriors as they are
   (``label``) or with its class-1 logit raised by 0.8 (``label_biased``: miscalibrated, so the
-  unlabelled MAP-EM estimate is off and only labels can fix it).
+  unlabelled MAP-EM estimate is off and only labels can fix it);
+- ``majority``: pure label shift to 95 % class 0 (the minority gets rarer: rules that call it
+  more often lose), and ``none``: no shift at all; both check that labels cost nothing where
+  there is nothing to gain.
 
 Per setting it prints macro-F1 (%) over the stream of the unadapted model, the unlabelled rule,
 the driver with feedback, the three label-only anchors (``adaptable.baselines.labelled``) and a
 model refitted on a separate target sample (the reference), the share of the gap between the
-unadapted model and the reference that feedback recovers, and the final prior estimates' error.
+unadapted model and the reference that feedback recovers, the final prior estimates' error,
+and the worst seed's gain of feedback over the better of the unadapted model and the
+unlabelled rule.
 
 Usage::
 
@@ -82,6 +87,10 @@ def make_stream(kind: str, n_stream: int, seed: int) -> Stream:
     elif kind in ("label", "label_biased"):
         target_prior, target_means = (0.4, 0.6), source_means
         bias = np.array([0.0, 0.8]) if kind == "label_biased" else bias
+    elif kind == "majority":
+        target_prior, target_means = (0.95, 0.05), source_means
+    elif kind == "none":
+        target_prior, target_means = SOURCE_PRIOR, source_means
     else:
         raise ValueError(f"unknown shift {kind!r}")
     x_stream, y_stream = draw(n_stream, target_prior, target_means, rng)
@@ -111,13 +120,17 @@ class Driver:
         source_prior: p_s.
         objective: the metric decided for.
         seed: seeds the feedback parts and the prior estimate's reservoir.
+        anchor: the unlabelled decision's rule, 0 argmax or 1 balanced (default: the held-out
+            choice).
     """
 
-    def __init__(self, logits_valid, y_valid, source_prior, objective="macro_f1", seed=0):
+    def __init__(
+        self, logits_valid, y_valid, source_prior, objective="macro_f1", seed=0, anchor=None
+    ):
         self.source_prior, self.objective = source_prior, objective
         proba_valid = softmax(logits_valid)
         choice = choose_rule(proba_valid, y_valid, source_prior, objective, seed=seed)
-        self.anchor = 1 if choice.name == "balanced" else 0
+        self.anchor = (1 if choice.name == "balanced" else 0) if anchor is None else anchor
         self.estimate = OnlinePriorEstimate(
             source_prior, strength=64.0, seed=seed, center=prior_center(objective)
         )
@@ -157,16 +170,23 @@ def macro_f1(y: np.ndarray, pred: np.ndarray) -> float:
 
 
 def run(
-    stream: Stream, share: float, delay: int, seed: int, with_anchors: bool = True
+    stream: Stream,
+    share: float,
+    delay: int,
+    seed: int,
+    with_anchors: bool = True,
+    anchor: int | None = None,
 ) -> dict[str, float]:
     """One stream with feedback: macro-F1 of every method, the gap recovered, prior errors
-    (``with_anchors=False`` leaves the label-only anchors out)."""
+    (``with_anchors=False`` leaves the label-only anchors out; ``anchor`` forces the unlabelled
+    decision, see :class:`Driver`)."""
     source = LogisticRegression().fit(stream.x_train, stream.y_train)
     model = BiasedModel(source, stream.logit_bias)
     p_s = np.bincount(np.concatenate([stream.y_train, stream.y_valid]), minlength=2) / (
         len(stream.y_train) + len(stream.y_valid)
     )
-    driver = Driver(model.predict_logits(stream.x_valid), stream.y_valid, p_s, seed=seed)
+    logits_valid = model.predict_logits(stream.x_valid)
+    driver = Driver(logits_valid, stream.y_valid, p_s, seed=seed, anchor=anchor)
     anchors = {
         cls.name: cls(seed=seed).fit(
             model, stream.x_train, stream.y_train, stream.x_valid, stream.y_valid
@@ -217,28 +237,52 @@ def run(
 
 COLUMNS = (
     "source", "unlabelled", "feedback", "labelled_recalibration", "labelled_prior",
-    "labelled_online", "refit", "recovered", "em_error", "prior_error", "labels",
+    "labelled_online", "refit", "recovered", "em_error", "prior_error", "labels", "worst",
 )  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--shifts", nargs="+", default=["concept", "label", "label_biased"])
+    parser.add_argument(
+        "--shifts", nargs="+", default=["concept", "label", "label_biased", "majority", "none"]
+    )
     parser.add_argument("--shares", nargs="+", type=float, default=[0.01, 0.05, 0.2])
     parser.add_argument("--delays", nargs="+", type=int, default=[0, 10])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--batches", type=int, default=150)
+    parser.add_argument(
+        "--anchor",
+        type=int,
+        choices=[0, 1],
+        help="force the unlabelled decision: 0 argmax, 1 the balanced rule (default: held-out)",
+    )
     args = parser.parse_args()
-    print("shift share delay " + " ".join(f"{c:>10.10}" for c in COLUMNS) + "  (mean over seeds)")
+    print("shift share delay " + " ".join(f"{c:>10.10}" for c in COLUMNS) + "  (mean over seeds;")
+    print("worst: min over seeds of feedback - max(source, unlabelled))")
     began = time.perf_counter()
     for kind in args.shifts:
         for share in args.shares:
             for delay in args.delays:
                 rows = [
-                    run(make_stream(kind, args.batches * BATCH, seed), share, delay, seed)
+                    run(
+                        make_stream(kind, args.batches * BATCH, seed),
+                        share,
+                        delay,
+                        seed,
+                        anchor=args.anchor,
+                    )
                     for seed in args.seeds
                 ]
-                means = [float(np.mean([r[c] for r in rows])) for c in COLUMNS]
+                for r in rows:
+                    r["worst"] = r["feedback"] - max(r["source"], r["unlabelled"])
+                means = [
+                    float(
+                        np.min([r[c] for r in rows])
+                        if c == "worst"
+                        else np.mean([r[c] for r in rows])
+                    )
+                    for c in COLUMNS
+                ]
                 cells = " ".join(f"{m:10.3f}" if c.endswith("error") or c == "recovered"
                                  else f"{m:10.1f}" for c, m in zip(COLUMNS, means, strict=True))  # fmt: skip
                 print(f"{kind:>12} {share:5.2f} {delay:5d} {cells}", flush=True)

@@ -38,7 +38,6 @@ from adaptable.core import TestTimeMethod, as_logit_function, normalize, softmax
 from adaptable.core.decision import OBJECTIVES, plugin_weights
 from adaptable.core.feedback import LabelledReservoir, fit_affine
 from adaptable.core.interface import SourceData
-from adaptable.core.label_shift import OnlinePriorEstimate
 
 
 class LabelledAnchor(TestTimeMethod):
@@ -76,10 +75,9 @@ class LabelledAnchor(TestTimeMethod):
 
     def _start_stream(self) -> None:
         self._labelled = LabelledReservoir(self.n_classes_, self.capacity, self.seed)
-        # used only as a uniform reservoir of the stream's posteriors (strength 0: no prior)
-        self._stream = OnlinePriorEstimate(
-            self.source_prior_, strength=0.0, capacity=self.capacity, seed=self.seed
-        )
+        # a uniform sample of the stream's rows for the plug-in decision (their labels unknown:
+        # stored as 0 and never read)
+        self._stream = LabelledReservoir(self.n_classes_, self.capacity, self.seed + 1)
         self._learn_reset()
 
     @property
@@ -118,14 +116,13 @@ class LabelledAnchor(TestTimeMethod):
         """The corrected posteriors re-weighted for the objective, (n, C) (argmax decides)."""
         self._check_fitted()
         self._check_batch(X_batch)
-        proba = softmax(self._logits(X_batch))
-        self._stream.add(proba)
-        log_p = np.log(np.maximum(proba, 1e-300))
+        log_p = np.log(np.maximum(softmax(self._logits(X_batch)), 1e-300))
+        self._stream.add(log_p, np.zeros(len(log_p), dtype=np.int64))
         corrected = self._corrected(log_p)
         if self.objective == "accuracy":
             return corrected
-        stream = np.log(np.maximum(self._stream.reservoir, 1e-300))
-        return normalize(corrected * plugin_weights(self._corrected(stream), self.objective))
+        weights = plugin_weights(self._corrected(self._stream.scores), self.objective)
+        return normalize(corrected * weights)
 
     # ----------------------------------------------------------------- for subclasses
     def _learn_reset(self) -> None:

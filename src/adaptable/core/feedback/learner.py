@@ -280,8 +280,11 @@ class LabelledFeedback:
         try:
             self.fit_heldout(arrays["heldout_scores"], arrays["heldout_labels"])
             self._fitted_n = int(np.asarray(arrays["fitted_n"]).reshape(-1)[0])
-            self._fitted_positions = np.asarray(arrays["fitted_positions"], dtype=np.int64)
-            last = np.asarray(arrays["last_rule"], dtype=np.uint8).tobytes().decode()
+            # (empty arrays may be missing: safetensors writes no empty tensor)
+            fitted = arrays.get("fitted_positions", np.zeros(0, dtype=np.int64))
+            self._fitted_positions = np.asarray(fitted, dtype=np.int64)
+            last_rule = arrays.get("last_rule", np.zeros(0, dtype=np.uint8))
+            last = np.asarray(last_rule, dtype=np.uint8).tobytes().decode()
             self._last_rule = last or None
         except KeyError as err:
             raise ValueError(f"labelled feedback: missing array {err}.") from err

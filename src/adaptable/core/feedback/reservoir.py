@@ -151,15 +151,19 @@ class LabelledReservoir:
         }
 
     def restore(self, arrays: dict[str, np.ndarray]) -> None:
-        """Inverse of :meth:`arrays`.
+        """Inverse of :meth:`arrays` (the empty arrays of a reservoir without rows may be left
+        out).
 
         Raises:
             ValueError: missing arrays, wrong shapes, or counts that do not add up.
         """
+        # Empty arrays may be missing (safetensors writes no empty tensor): before any label.
+        empty = {"scores": np.zeros((0, self.n_classes)), "labels": np.zeros(0, np.int64)}
+        empty["positions"] = empty["labels"]
         try:
-            scores = np.asarray(arrays["scores"], dtype=np.float64)
-            labels = np.asarray(arrays["labels"], dtype=np.int64)
-            positions = np.asarray(arrays["positions"], dtype=np.int64)
+            scores = np.asarray(arrays.get("scores", empty["scores"]), dtype=np.float64)
+            labels = np.asarray(arrays.get("labels", empty["labels"]), dtype=np.int64)
+            positions = np.asarray(arrays.get("positions", empty["positions"]), dtype=np.int64)
             n_seen = int(np.asarray(arrays["n_seen"]).reshape(-1)[0])
             counts = np.asarray(arrays["counts"], dtype=np.float64)
         except KeyError as err:
