@@ -418,3 +418,28 @@ def test_feedback_recovers_half_the_gap_where_p_y_given_x_moved(synthetic) -> No
     assert result["refit"] - result["source"] > 3.0  # a real gap
     assert result["unlabelled"] == pytest.approx(result["source"])
     assert result["recovered"] >= 0.5, result
+
+
+def test_three_classes_where_the_labels_call_for_a_corrected_rule() -> None:
+    rng = np.random.default_rng(7)
+    p_s = np.array([0.6, 0.3, 0.1])
+    feedback = LabelledFeedback(p_s, "macro_f1", heldout_worth=50.0, seed=1)
+    held = rng.integers(0, 3, 600)
+    held_scores = np.log(np.full((600, 3), 0.1) + 0.7 * np.eye(3)[held])
+    feedback.fit_heldout(held_scores, held)
+    # On the target the model's class 2 column reads as class 1 (p(y|x) moved): no class
+    # weights can fix that, a per-class offset on its scores can in part, the labels show it.
+    labels = rng.integers(0, 3, 400)
+    shown = np.where(labels == 2, 1, labels)
+    log_p = np.log(np.full((400, 3), 0.15) + 0.55 * np.eye(3)[shown])
+    log_p[labels == 2, 2] += 0.5  # a trace of the truth in the scores
+    rules = standard_rules(p_s, p_s)
+    feedback.add(log_p[:300], labels[:300])
+    decision = feedback.decide(rules, anchor=0, target_prior=feedback.prior().mean)
+    assert decision.comparison.scores.shape == (len(rules) + 1,)
+    assert decision.rule.name == "corrected"
+    later = decision.rule.predict(log_p[300:])
+    before = rules[0].predict(log_p[300:])
+    assert score(confusion(labels[300:], later, 3), "macro_f1") > score(
+        confusion(labels[300:], before, 3), "macro_f1"
+    )
