@@ -1,0 +1,346 @@
+"""The labelled-rows machinery in one object, for a decider that receives late labels.
+
+:class:`LabelledFeedback` holds the labelled target rows (:class:`.reservoir.LabelledReservoir`),
+the held-out source rows, and the last score correction; a decider calls
+
+- :meth:`LabelledFeedback.fit_heldout` once at fit, with the held-out rows' log-posteriors;
+- :meth:`LabelledFeedback.add` whenever labels arrive (``partial_fit``): O(rows added);
+- :meth:`LabelledFeedback.prior` for the target label distribution (labels and the unlabelled
+  MAP-EM estimate combined, with intervals);
+- :meth:`LabelledFeedback.decide` per batch, with the candidate rules and the index of the
+  rule the unlabelled decision picked (the anchor): the rule to use, chosen on the labelled
+  rows and the held-out rows (:mod:`.rules`), a fitted correction (:mod:`.correction`)
+  among the candidates once enough labels have arrived.
+
+Without labels :meth:`~LabelledFeedback.decide` returns the anchor: the decider is then exactly
+the unlabelled one. Labels only ever change the decisions of batches decided after they
+arrived. The state is a dict of arrays (:meth:`~LabelledFeedback.arrays`); the object pickles.
+
+Example:
+    >>> import numpy as np
+    >>> feedback = LabelledFeedback(np.array([0.5, 0.5]), "accuracy", seed=0)
+    >>> rules = [ScoreRule("argmax", np.zeros(2)), ScoreRule("always_1", np.array([0.0, 9.0]))]
+    >>> feedback.decide(rules, anchor=1).rule.name        # no labels: the anchor
+    'always_1'
+    >>> log_p = np.log(np.array([[0.9, 0.1], [0.2, 0.8]] * 20))
+    >>> feedback.add(log_p, np.array([0, 1] * 20))
+    >>> feedback.decide(rules, anchor=1).rule.name        # the labels favour argmax
+    'argmax'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from adaptable.core.decision import OBJECTIVES
+from adaptable.core.feedback.correction import Correction, fit_correction
+from adaptable.core.feedback.prior import PriorPosterior, combine_prior
+from adaptable.core.feedback.reservoir import LabelledReservoir
+from adaptable.core.feedback.rules import (
+    RuleComparison,
+    ScoreRule,
+    choose_rule,
+    compare_rules,
+)
+
+
+@dataclass(frozen=True)
+class FeedbackDecision:
+    """What :meth:`LabelledFeedback.decide` chose.
+
+    Attributes:
+        rule: the rule to use on the batch.
+        index: its index among the rules considered (the given ones, then the correction).
+        rules: the rules considered.
+        comparison: the evidence (``None`` without labels).
+    """
+
+    rule: ScoreRule
+    index: int
+    rules: tuple[ScoreRule, ...]
+    comparison: RuleComparison | None
+
+
+class LabelledFeedback:
+    """Labelled target rows turned into a target prior, a rule choice and a score correction.
+
+    Args:
+        source_prior: p_s, (C,).
+        objective: one of :data:`adaptable.core.decision.OBJECTIVES`.
+        capacity: labelled rows kept (a uniform reservoir beyond that).
+        heldout_worth: rows the held-out evidence counts as (a fixed pseudo-count: its share
+            of the evidence falls as m / (m + n) with n labelled rows).
+        evidence: share of bootstrap draws a rule must win to replace the incumbent.
+        min_labelled: labelled rows before the labels change any decision.
+        correction_rows: labelled rows before a score correction is fitted and considered.
+        refit_growth: the correction is refitted once the labelled rows have grown by this
+            factor since the last fit (so refits cost O(log n) fits over a stream).
+        seed: seeds the reservoir, the bootstrap and the folds.
+    """
+
+    def __init__(
+        self,
+        source_prior: np.ndarray,
+        objective: str = "macro_f1",
+        *,
+        capacity: int = 2048,
+        heldout_worth: float = 100.0,
+        evidence: float = 0.8,
+        min_labelled: int = 10,
+        correction_rows: int = 30,
+        refit_growth: float = 1.1,
+        seed: int = 0,
+    ) -> None:
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}; got {objective!r}.")
+        if not 0.5 <= evidence <= 1.0:
+            raise ValueError(f"evidence must lie in [0.5, 1]; got {evidence!r}")
+        if heldout_worth < 0 or refit_growth < 1.0:
+            raise ValueError("heldout_worth must be >= 0 and refit_growth >= 1.")
+        self.source_prior = np.asarray(source_prior, dtype=np.float64)
+        self.n_classes = len(self.source_prior)
+        self.objective = objective
+        self.heldout_worth = float(heldout_worth)
+        self.evidence = float(evidence)
+        self.min_labelled = int(min_labelled)
+        self.correction_rows = max(int(correction_rows), 5)
+        self.refit_growth = float(refit_growth)
+        self.seed = int(seed)
+        self.reservoir = LabelledReservoir(self.n_classes, capacity, seed)
+        self._heldout_scores = np.zeros((0, self.n_classes))
+        self._heldout_labels = np.zeros(0, dtype=np.int64)
+        self.reset()
+
+    # ------------------------------------------------------------------ fit-time evidence
+    def fit_heldout(self, log_posteriors: np.ndarray, labels: np.ndarray) -> LabelledFeedback:
+        """Keep the held-out source rows' log-posteriors (n, C) and labels (n,)."""
+        scores = np.asarray(log_posteriors, dtype=np.float64)
+        labels = np.asarray(labels, dtype=np.int64)
+        if scores.ndim != 2 or scores.shape[1] != self.n_classes or labels.shape != (len(scores),):
+            raise ValueError(f"held-out rows must be (n, {self.n_classes}) with (n,) labels.")
+        self._heldout_scores, self._heldout_labels = scores.copy(), labels.copy()
+        return self
+
+    # ------------------------------------------------------------------ the stream
+    def reset(self) -> None:
+        """Forget the labelled rows and the correction (the held-out rows stay)."""
+        self.reservoir.reset()
+        self._correction: Correction | None = None
+        self._fitted_n = 0
+        #: the labelled positions of the rows the correction was fitted on, in its row order
+        self._fitted_positions = np.zeros(0, dtype=np.int64)
+        #: the name of the rule the labels chose last (the incumbent of the next choice)
+        self._last_rule: str | None = None
+
+    def add(self, log_posteriors: np.ndarray, labels: np.ndarray) -> None:
+        """Labelled target rows: their log-posteriors as scored when predicted (n, C), codes."""
+        self.reservoir.add(log_posteriors, labels)
+
+    @property
+    def n_labelled(self) -> int:
+        """Labelled rows received since the last reset."""
+        return self.reservoir.n_seen
+
+    def prior(self, unlabelled: np.ndarray | None = None, worth: float = 0.0) -> PriorPosterior:
+        """The target label distribution: labelled counts and ``unlabelled`` worth ``worth``
+        rows (see :func:`.prior.combine_prior`)."""
+        return combine_prior(self.reservoir.counts, unlabelled, worth)
+
+    def correction(
+        self, base_offset: np.ndarray | None = None, decide_on: np.ndarray | None = None
+    ) -> Correction | None:
+        """The current score correction (refitted when the labels have grown enough), or
+        ``None`` before ``correction_rows`` labelled rows.
+
+        Args:
+            base_offset: b0, the unlabelled reading's offsets (default 0); read at refits.
+            decide_on: rows for the plug-in decision (see :func:`.correction.fit_correction`).
+        """
+        n = self.reservoir.n_seen
+        if n < self.correction_rows:
+            return None
+        if self._correction is None or n >= self._fitted_n * self.refit_growth:
+            base = np.zeros(self.n_classes) if base_offset is None else base_offset
+            self._correction = fit_correction(
+                self.reservoir.scores,
+                self.reservoir.labels,
+                base,
+                self.objective,
+                decide_on=decide_on,
+                seed=self.seed + n,
+            )
+            self._fitted_n = n
+            self._fitted_positions = self.reservoir.positions.copy()
+        return self._correction
+
+    def _correction_decisions(self, correction: Correction) -> np.ndarray:
+        """The correction's decisions on the kept labelled rows, each from a fit that did not
+        see it: out-of-fold for the rows it was fitted on, the fit itself for later ones."""
+        store = self.reservoir
+        decisions = correction.rule.predict(store.scores)
+        order = np.argsort(self._fitted_positions)
+        fitted = self._fitted_positions[order]
+        index = np.minimum(np.searchsorted(fitted, store.positions), len(fitted) - 1)
+        seen = fitted[index] == store.positions
+        decisions[seen] = correction.out_of_fold[order[index[seen]]]
+        return decisions
+
+    def decide(
+        self,
+        rules: Sequence[ScoreRule],
+        anchor: int,
+        *,
+        target_prior: np.ndarray | None = None,
+        base_offset: np.ndarray | None = None,
+        decide_on: np.ndarray | None = None,
+        safe: int = 0,
+    ) -> FeedbackDecision:
+        """The rule for the next batch.
+
+        Args:
+            rules: the candidate rules (rule ``safe`` the model's argmax).
+            anchor: index of the rule the unlabelled decision picked: the incumbent until the
+                labels have chosen once; from then on their last choice is (where it is
+                among ``rules``, by name).
+            target_prior: the target label distribution the held-out rows are moved to (e.g.
+                :meth:`prior`'s mean); ``None``: their own class mix.
+            base_offset, decide_on: for the score correction (see :meth:`correction`).
+            safe: index of the model's argmax among ``rules``.
+
+        Returns:
+            :class:`FeedbackDecision`; the anchor while fewer than ``min_labelled`` labels.
+        """
+        rules = tuple(rules)
+        if self.reservoir.n_seen < self.min_labelled:
+            return FeedbackDecision(rules[anchor], anchor, rules, None)
+        correction = self.correction(base_offset, decide_on)
+        store = self.reservoir
+        labelled = [rule.predict(store.scores) for rule in rules]
+        heldout = [rule.predict(self._heldout_scores) for rule in rules]
+        if correction is not None:
+            rules = (*rules, correction.rule)
+            labelled.append(self._correction_decisions(correction))
+            heldout.append(correction.rule.predict(self._heldout_scores))
+        comparison = compare_rules(
+            np.stack(labelled),
+            store.labels,
+            self.n_classes,
+            self.objective,
+            row_weight=store.row_weight,
+            heldout_predictions=np.stack(heldout),
+            heldout_labels=self._heldout_labels,
+            heldout_worth=self.heldout_worth,
+            target_prior=target_prior,
+            seed=self.seed + store.n_seen,
+        )
+        # Once the labels have chosen, their last choice is the incumbent: a rule changes only
+        # where the evidence says so, not whenever the draws wobble around a threshold.
+        names = [rule.name for rule in rules]
+        incumbent = names.index(self._last_rule) if self._last_rule in names else anchor
+        index = choose_rule(
+            comparison, incumbent, safe=safe, evidence=self.evidence, min_labelled=self.min_labelled
+        )
+        self._last_rule = names[index]
+        return FeedbackDecision(rules[index], index, rules, comparison)
+
+    # ------------------------------------------------------------------ state
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The state as arrays (held-out rows, labelled reservoir, last correction)."""
+        state = {f"reservoir.{key}": value for key, value in self.reservoir.arrays().items()}
+        state["heldout_scores"] = self._heldout_scores.copy()
+        state["heldout_labels"] = self._heldout_labels.copy()
+        state["fitted_n"] = np.array([self._fitted_n], dtype=np.int64)
+        state["fitted_positions"] = self._fitted_positions.copy()
+        last = b"" if self._last_rule is None else self._last_rule.encode()
+        state["last_rule"] = np.frombuffer(last, dtype=np.uint8).copy()
+        if self._correction is not None:
+            c = self._correction
+            state["correction.scale"] = np.array([c.scale])
+            state["correction.calibration_offset"] = c.calibration_offset.copy()
+            state["correction.rule_offset"] = c.rule.offset.copy()
+            state["correction.strength"] = np.array([c.strength])
+            state["correction.out_of_fold"] = c.out_of_fold.copy()
+            state["correction.losses"] = np.array([c.cv_log_loss, c.base_log_loss])
+        return state
+
+    def restore(self, arrays: dict[str, np.ndarray]) -> None:
+        """Inverse of :meth:`arrays` (on an object built with the same arguments).
+
+        Raises:
+            ValueError: missing or malformed arrays.
+        """
+        prefix = "reservoir."
+        self.reservoir.restore(
+            {key[len(prefix) :]: value for key, value in arrays.items() if key.startswith(prefix)}
+        )
+        try:
+            self.fit_heldout(arrays["heldout_scores"], arrays["heldout_labels"])
+            self._fitted_n = int(np.asarray(arrays["fitted_n"]).reshape(-1)[0])
+            # (empty arrays may be missing: safetensors writes no empty tensor)
+            fitted = arrays.get("fitted_positions", np.zeros(0, dtype=np.int64))
+            self._fitted_positions = np.asarray(fitted, dtype=np.int64)
+            last_rule = arrays.get("last_rule", np.zeros(0, dtype=np.uint8))
+            last = np.asarray(last_rule, dtype=np.uint8).tobytes().decode()
+            self._last_rule = last or None
+        except KeyError as err:
+            raise ValueError(f"labelled feedback: missing array {err}.") from err
+        self._correction = None
+        if "correction.scale" in arrays:
+            scale = float(np.asarray(arrays["correction.scale"]).reshape(-1)[0])
+            offset = np.asarray(arrays["correction.calibration_offset"], dtype=np.float64)
+            rule_offset = np.asarray(arrays["correction.rule_offset"], dtype=np.float64)
+            losses = np.asarray(arrays["correction.losses"], dtype=np.float64)
+            if not (scale > 0 and math.isfinite(scale)) or offset.shape != (self.n_classes,):
+                raise ValueError("labelled feedback: malformed correction.")
+            self._correction = Correction(
+                scale,
+                offset,
+                ScoreRule("corrected", rule_offset, scale),
+                float(np.asarray(arrays["correction.strength"]).reshape(-1)[0]),
+                np.asarray(arrays["correction.out_of_fold"], dtype=np.int64),
+                float(losses[0]),
+                float(losses[1]),
+            )
+
+
+def standard_rules(
+    source_prior: np.ndarray,
+    target_prior: np.ndarray | None = None,
+    target_weights: np.ndarray | None = None,
+    model_weights: np.ndarray | None = None,
+) -> list[ScoreRule]:
+    """The unlabelled adapter's candidate rules as :class:`ScoreRule` objects.
+
+    Args:
+        source_prior: p_s, (C,).
+        target_prior: p_t for the label-shift rule, (C,); ``None`` leaves it out.
+        target_weights: the plug-in class weights under the re-weighted posteriors
+            (:func:`adaptable.core.decision.plugin_weights`), (C,); default ones.
+        model_weights: the plug-in weights under the model's own posteriors (the covariate
+            reading); ``None`` leaves that rule out.
+
+    Returns:
+        [argmax, balanced, label_shift?, plugin?], argmax first.
+
+    Example:
+        >>> [rule.name for rule in standard_rules(np.array([0.8, 0.2]), np.array([0.5, 0.5]))]
+        ['argmax', 'balanced', 'label_shift']
+    """
+    source_prior = np.asarray(source_prior, dtype=np.float64)
+    rules = [
+        ScoreRule("argmax", np.zeros(len(source_prior))),
+        ScoreRule("balanced", -np.log(source_prior)),
+    ]
+    if target_prior is not None:
+        weights = np.ones(len(source_prior)) if target_weights is None else target_weights
+        offset = np.log(np.asarray(target_prior) / source_prior) + np.log(
+            np.maximum(weights, 1e-12)
+        )
+        rules.append(ScoreRule("label_shift", offset))
+    if model_weights is not None:
+        rules.append(ScoreRule("plugin", np.log(np.maximum(model_weights, 1e-12))))
+    return rules

@@ -1,0 +1,286 @@
+"""Which decision rule serves the objective, judged on labelled target rows and held-out rows.
+
+A decision rule here is an affine map of the log-posteriors, argmax_y (scale * log p(y|x) +
+offset_y) (:class:`ScoreRule`): argmax is (1, 0), the balanced rule argmax p / p_s is (1,
+-log p_s), label-shift correction with plug-in weights v under p_t is (1, log(p_t / p_s) +
+log v), and a score correction fitted on labelled rows (:mod:`.correction`) has its own scale.
+
+:func:`compare_rules` estimates each rule's objective from two kinds of evidence:
+
+- the labelled target rows (a uniform sample of the stream's labels, each standing for
+  ``row_weight`` rows): unbiased for the target, but few;
+- the held-out source rows, with their class mix moved to the target's estimated one (each
+  row weighted by p_t(y) / p_h(y), p_h the held-out class frequencies: the target's confusion
+  matrix wherever p(x|y) did not move), worth ``heldout_worth`` rows together: plentiful, but
+  biased wherever p(x|y) moved.
+
+The held-out rows act as a prior worth a fixed number of rows, so their share of the evidence
+falls as m / (m + n) with n labelled rows. Uncertainty comes from a Bayesian bootstrap: the
+labelled rows get Exp(1) weights, the held-out rows Gamma weights whose total varies like that
+of ``heldout_worth`` rows (not like that of the many rows they are), so that both kinds count
+as much as they are worth. Where the two kinds disagree on how the rules compare beyond what
+their spreads allow, the held-out rows are left out (a shift that moved p(x|y) makes them
+speak for a distribution the stream no longer follows). The draws are taken per distinct (label, decisions) pattern, so a
+comparison costs O(rows) once and O(patterns) per draw. :func:`choose_rule` then keeps the anchor (the unlabelled decision)
+unless the labelled evidence says otherwise; see there.
+
+Example:
+    >>> import numpy as np
+    >>> rules = [ScoreRule("argmax", np.zeros(2)), ScoreRule("balanced", -np.log([0.8, 0.2]))]
+    >>> log_p = np.log(np.array([[0.7, 0.3], [0.9, 0.1], [0.6, 0.4]]))
+    >>> [rule.predict(log_p).tolist() for rule in rules]
+    [[0, 0, 0], [1, 0, 1]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import chi2
+
+from adaptable.core.decision import score
+
+#: Bayesian-bootstrap draws of each comparison
+N_DRAWS = 200
+
+
+@dataclass(frozen=True)
+class ScoreRule:
+    """The decision argmax_y (scale * log p(y|x) + offset_y) over the (C,) log-posteriors.
+
+    Attributes:
+        name: what the rule is ("argmax", "balanced", "label_shift", "corrected", ...).
+        offset: (C,) per-class additive offsets.
+        scale: multiplies the log-posteriors (> 0; 1 keeps them).
+    """
+
+    name: str
+    offset: np.ndarray
+    scale: float = 1.0
+
+    def scores(self, log_posteriors: np.ndarray) -> np.ndarray:
+        """scale * log p + offset, (n, C)."""
+        return self.scale * np.asarray(log_posteriors, dtype=np.float64) + self.offset
+
+    def predict(self, log_posteriors: np.ndarray) -> np.ndarray:
+        """The decisions, (n,) class codes (ties to the lower class, as argmax)."""
+        return self.scores(log_posteriors).argmax(axis=1)
+
+    def proba(self, log_posteriors: np.ndarray) -> np.ndarray:
+        """softmax of :meth:`scores`: probabilities whose argmax is the decision, (n, C)."""
+        values = self.scores(log_posteriors)
+        values -= values.max(axis=1, keepdims=True)
+        np.exp(values, out=values)
+        return values / values.sum(axis=1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class RuleComparison:
+    """What :func:`compare_rules` found, one entry per rule.
+
+    Attributes:
+        scores: the objective of each rule on the pooled evidence, (R,).
+        draws: the objective on each bootstrap draw, (N_DRAWS, R) (empty without evidence).
+        n_labelled: labelled rows the evidence stood for.
+        heldout_worth: rows the held-out evidence counted as (0 where it was left out).
+        compatible: whether the held-out rows agreed with the labelled ones.
+    """
+
+    scores: np.ndarray
+    draws: np.ndarray
+    n_labelled: float
+    heldout_worth: float
+    compatible: bool = True
+
+    def probability_better(self, rule: int, than: int) -> float:
+        """Share of draws on which ``rule`` scored strictly higher than ``than``."""
+        if len(self.draws) == 0:
+            return 0.0
+        return float(np.mean(self.draws[:, rule] > self.draws[:, than]))
+
+
+def compare_rules(
+    labelled_predictions: np.ndarray,
+    labelled_labels: np.ndarray,
+    n_classes: int,
+    objective: str,
+    *,
+    row_weight: float = 1.0,
+    heldout_predictions: np.ndarray | None = None,
+    heldout_labels: np.ndarray | None = None,
+    heldout_worth: float = 0.0,
+    target_prior: np.ndarray | None = None,
+    compatibility_level: float = 0.05,
+    seed: int = 0,
+) -> RuleComparison:
+    """Each rule's objective on labelled target rows pooled with re-weighted held-out rows.
+
+    Args:
+        labelled_predictions: each rule's decisions on the labelled rows, (R, n); a rule
+            fitted on these rows should pass out-of-fold decisions (see :mod:`.correction`).
+        labelled_labels: their labels, (n,).
+        n_classes: C.
+        objective: one of :data:`adaptable.core.decision.OBJECTIVES`.
+        row_weight: stream rows each labelled row stands for.
+        heldout_predictions: each rule's decisions on the held-out source rows, (R, m), or
+            ``None``.
+        heldout_labels: their labels, (m,).
+        heldout_worth: rows the held-out evidence counts as in all (0: left out).
+        target_prior: the target label distribution the held-out rows are moved to, (C,);
+            ``None`` keeps their own class mix.
+        compatibility_level: where the labelled rows and the held-out rows disagree on how
+            some rule compares with rule 0 at this level, the held-out rows are left out
+            (they no longer speak for the target).
+        seed: seeds the bootstrap.
+
+    Returns:
+        :class:`RuleComparison`.
+    """
+    labelled_predictions = np.atleast_2d(np.asarray(labelled_predictions, dtype=np.int64))
+    labels = np.asarray(labelled_labels, dtype=np.int64)
+    n_rules = len(labelled_predictions)
+    rng = np.random.default_rng(seed)
+    # Rows with the same label and the same decision under every rule fall in the same cells,
+    # so only their summed weight matters: a sum of k Exp(1) weights is Gamma(k, 1), of k
+    # Gamma(a, 1 / a) weights Gamma(k a, 1 / a). Drawing per pattern costs O(patterns), not
+    # O(rows), per draw.
+    blocks = []  # (patterns (P, 1 + R), point weights (P,), draw weights (D, P))
+    if len(labels):
+        patterns, counts = _patterns(labels, labelled_predictions)
+        point = counts * float(row_weight)
+        draws = rng.gamma(counts, 1.0, size=(N_DRAWS, len(counts))) * row_weight
+        blocks.append((patterns, point, draws))
+    use_heldout = heldout_predictions is not None and heldout_worth > 0
+    if use_heldout and heldout_labels is not None and len(heldout_labels):
+        held = np.asarray(heldout_labels, dtype=np.int64)
+        class_weight = np.ones(n_classes)
+        if target_prior is not None:
+            own = np.bincount(held, minlength=n_classes) / len(held)
+            class_weight = np.where(own > 0, np.asarray(target_prior) / np.maximum(own, 1e-12), 0)
+        # each held-out row's weight, so that together they count as `heldout_worth` rows
+        per_row = class_weight * (heldout_worth / max(float(class_weight[held].sum()), 1e-12))
+        patterns, counts = _patterns(held, np.atleast_2d(heldout_predictions))
+        # Gamma(a, 1 / a) row weights with a = worth / rows: the weighted total varies like
+        # that of `worth` rows, not like that of the many rows they are.
+        shape = heldout_worth / len(held)
+        row = per_row[patterns[:, 0]]
+        draws = rng.gamma(counts * shape, 1.0 / shape, size=(N_DRAWS, len(counts))) * row
+        blocks.append((patterns, counts * row, draws))
+    else:
+        heldout_worth = 0.0
+    if not blocks:
+        return RuleComparison(np.zeros(n_rules), np.zeros((0, n_rules)), 0.0, 0.0, True)
+    matrices = [_block_matrices(block, n_classes, n_rules) for block in blocks]
+    compatible = True
+    if len(matrices) == 2 and len(labels):
+        compatible = _compatible(matrices[0][1], matrices[1][1], objective, compatibility_level)
+        if not compatible:
+            matrices, heldout_worth = matrices[:1], 0.0
+    point_matrices = sum(m[0] for m in matrices)
+    draw_matrices = sum(m[1] for m in matrices)
+    return RuleComparison(
+        np.asarray(score(point_matrices, objective)).reshape(n_rules),
+        np.asarray(score(draw_matrices, objective)).reshape(N_DRAWS, n_rules),
+        float(len(labels) * row_weight),
+        float(heldout_worth),
+        compatible,
+    )
+
+
+def _block_matrices(block, n_classes: int, n_rules: int) -> tuple[np.ndarray, np.ndarray]:
+    """One kind of evidence's weighted confusion matrices: point (R, C, C), draws (D, R, C, C)."""
+    patterns, point, draws = block
+    cells = n_classes * n_classes
+    point_matrices = np.zeros((n_rules, cells))
+    draw_matrices = np.zeros((N_DRAWS, n_rules, cells))
+    for r in range(n_rules):
+        cell = patterns[:, 0] * n_classes + patterns[:, 1 + r]
+        onehot = np.zeros((len(cell), cells))
+        onehot[np.arange(len(cell)), cell] = 1.0
+        point_matrices[r] = point @ onehot
+        draw_matrices[:, r] = draws @ onehot
+    shape = (n_classes, n_classes)
+    return point_matrices.reshape(n_rules, *shape), draw_matrices.reshape(N_DRAWS, n_rules, *shape)
+
+
+def _compatible(labelled: np.ndarray, heldout: np.ndarray, objective: str, level: float) -> bool:
+    """Whether the two kinds of evidence agree on how each rule compares with rule 0.
+
+    Each rule's score difference to rule 0 is estimated on each kind alone, with its bootstrap
+    variance; the held-out rows are kept unless some rule's two estimates differ by more than
+    their combined spread allows (a z-test per rule, Bonferroni over the rules).
+    """
+    n_rules = labelled.shape[1]
+    if n_rules < 2:
+        return True
+    differences = []
+    for draws in (labelled, heldout):
+        scores = np.asarray(score(draws, objective))
+        differences.append(scores[:, 1:] - scores[:, :1])
+    gap = differences[0].mean(axis=0) - differences[1].mean(axis=0)
+    spread = differences[0].var(axis=0) + differences[1].var(axis=0)
+    statistic = gap**2 / np.maximum(spread, 1e-12)
+    return bool(np.all(statistic <= chi2.ppf(1.0 - level / (n_rules - 1), 1)))
+
+
+def _patterns(labels: np.ndarray, predictions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (label, decision of each rule) rows, (P, 1 + R), and how many rows each."""
+    keys = np.column_stack([labels, predictions.T])
+    patterns, counts = np.unique(keys, axis=0, return_counts=True)
+    return patterns, counts.astype(np.float64)
+
+
+def choose_rule(
+    comparison: RuleComparison,
+    anchor: int,
+    *,
+    safe: int = 0,
+    evidence: float = 0.8,
+    min_labelled: float = 1.0,
+    candidates: Sequence[int] | None = None,
+) -> int:
+    """The rule to use: the anchor unless the labelled evidence says otherwise.
+
+    1. With fewer than ``min_labelled`` labelled rows the anchor stands (without labels the
+       adapter is exactly the unlabelled one).
+    2. Where the anchor is not the ``safe`` rule (the model's own argmax) and the evidence
+       favours the safe rule (it scores higher on more than half of the draws), the safe
+       rule becomes the incumbent: a lean against the unlabelled decision is enough to fall
+       back to the unadapted model, whose worst case is zero.
+    3. A rule replaces the incumbent only where it scores higher on at least ``evidence`` of
+       the draws; of several such rules, the one with the highest pooled score.
+
+    Args:
+        comparison: from :func:`compare_rules`.
+        anchor: index of the unlabelled decision's rule.
+        safe: index of argmax.
+        evidence: the share of draws a challenger must win.
+        min_labelled: labelled rows below which nothing changes.
+        candidates: indices that may challenge (default: all).
+
+    Returns:
+        The index of the rule to use.
+
+    Example:
+        >>> import numpy as np
+        >>> draws = np.array([[0.6, 0.7, 0.65]] * 9 + [[0.6, 0.5, 0.7]])
+        >>> found = RuleComparison(draws.mean(axis=0), draws, 100.0, 0.0)
+        >>> choose_rule(found, anchor=0), choose_rule(found, anchor=2)
+        (1, 1)
+    """
+    if comparison.n_labelled < min_labelled or len(comparison.draws) == 0:
+        return anchor
+    incumbent = anchor
+    if anchor != safe and comparison.probability_better(safe, anchor) > 0.5:
+        incumbent = safe
+    indices = range(len(comparison.scores)) if candidates is None else candidates
+    winners = [
+        r
+        for r in indices
+        if r != incumbent and comparison.probability_better(r, incumbent) >= evidence
+    ]
+    if not winners:
+        return incumbent
+    return max(winners, key=lambda r: (comparison.scores[r], -r))
