@@ -44,7 +44,7 @@ from adaptable.baselines.labelled import LabelledOnline, LabelledPrior, Labelled
 from adaptable.core import softmax
 from adaptable.core.decision import choose_rule, confusion, plugin_weights, score
 from adaptable.core.feedback import LabelledFeedback, standard_rules, unlabelled_worth
-from adaptable.core.label_shift import OnlinePriorEstimate, prior_center
+from adaptable.core.prior_estimate import OnlinePriorEstimate, prior_center
 
 SOURCE_PRIOR = (0.75, 0.25)
 CLASS_1_MEAN = np.array([1.5, 0.0])
