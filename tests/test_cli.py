@@ -444,3 +444,88 @@ def test_reproduce_roles_go_with_benchmark_only(capsys: pytest.CaptureFixture[st
     assert "--roles goes with 'adaptable reproduce benchmark' only" in err
     err = _usage_error(["reproduce", "benchmark", "--roles", "chosen", "--no-run"], capsys)
     assert "unknown role 'chosen'" in err
+
+
+# --------------------------------------------------------------------------- interruptions
+_TOY_MAIN = (
+    "import sys\n"
+    "from adaptable import cli\n"
+    "from adaptable.experiments import testing\n"
+    "if __name__ == '__main__':\n"
+    "    sys.exit(cli.main(sys.argv[1:], components=testing.COMPONENTS))\n"
+)
+
+
+def _start_slow_toy_run(store: Path, workers: int):
+    """``adaptable run`` on the toy components, slow enough to interrupt (0.5 s per batch), in
+    a session of its own (its workers share its process group); returns once a record is in
+    the store."""
+    import os
+    import time
+
+    argv = [sys.executable, "-c", _TOY_MAIN, "run", "--datasets", "toy", "--models", "softmax",
+            "--methods", "source[delay=0.5]", "prior[delay=0.5]", "--seeds", "0", "1", "2", "3",
+            "--results", str(store), "--workers", str(workers)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(cli.__file__).parents[1])}
+    process = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 90
+    while not (store.exists() and store.stat().st_size) and time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[0]
+        time.sleep(0.2)
+    return process
+
+
+def _group_gone(group: int, seconds: float) -> bool:
+    """Whether every process of ``group`` exits within ``seconds``."""
+    import os
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _kill_group(group: int) -> None:
+    import os
+    import signal
+
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and process groups")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_says_in_one_line_what_was_saved(tmp_path: Path, workers: int) -> None:
+    """Ctrl-C (SIGINT to the terminal's process group): no traceback from the parent or the
+    workers, one line, exit status 130, and no process left behind."""
+    import signal
+
+    store = tmp_path / "r.jsonl"
+    process = _start_slow_toy_run(store, workers)
+    try:
+        import os
+
+        os.killpg(process.pid, signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+        assert process.returncode == cli.EXIT_INTERRUPTED, output
+        assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
+        saved = len(ResultStore(store).completed())
+        lines = [line for line in output.splitlines() if line.startswith("interrupted:")]
+        assert lines == [
+            f"interrupted: {saved} experiment{'s' * (saved != 1)} saved by this run ({saved} in "
+            f"the results store {store}); run the same command again to resume: saved "
+            "experiments are not run again"
+        ]
+        assert _group_gone(process.pid, 15)
+    finally:
+        _kill_group(process.pid)

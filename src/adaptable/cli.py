@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from adaptable.experiments.report import plan_line, print_warnings, report_sweep
+from adaptable.experiments.report import count, plan_line, print_warnings, report_sweep
 from adaptable.experiments.runner import Components
 
 DESCRIPTION = """\
@@ -56,6 +56,8 @@ DEFAULT_METHODS = [
     "oracle_prior",
 ]
 DEFAULT_RESULTS = "adaptable-results/results.jsonl"
+#: exit status after Ctrl-C, as a shell reports a command ended by SIGINT (128 + 2)
+EXIT_INTERRUPTED = 130
 #: seeds go to numpy's legacy seeding, which takes 32-bit values
 MAX_SEED = 2**32 - 1
 _KINDS = ("dataset", "model", "method", "scenario")
@@ -638,9 +640,41 @@ def _main(argv: list[str] | None, components: Components | None) -> int:
     limit_threads(args.threads)
     started = time.perf_counter()
     handler = {"run": cmd_run, "reproduce": cmd_reproduce, "plot": cmd_plot}[args.command]
-    code = handler(args, components)
+    stored_before = _stored_count(args.results)
+    try:
+        code = handler(args, components)
+    except KeyboardInterrupt:
+        # Every finished experiment is already in the store (appended one by one): say so in
+        # one line instead of a traceback through the sweep's internals.
+        print(_interrupted_line(args.results, stored_before), file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     print(f"wall time {time.perf_counter() - started:.1f} s")
     return code
+
+
+def _stored_count(path: str) -> int:
+    """How many finished experiments the results store at ``path`` holds (0 if none)."""
+    import warnings
+
+    from adaptable.experiments.store import ResultStore
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a bad line was reported when the sweep read it
+        try:
+            return len(ResultStore(path).completed())
+        except OSError:
+            return 0
+
+
+def _interrupted_line(path: str, stored_before: int) -> str:
+    """``interrupted: 3 experiments saved by this run (7 in the results store r.jsonl); ...``"""
+    stored = _stored_count(path)
+    saved = max(0, stored - stored_before)
+    return (
+        f"interrupted: {count(saved, 'experiment')} saved by this run ({stored} in the "
+        f"results store {path}); run the same command again to resume: saved experiments are "
+        "not run again"
+    )
 
 
 if __name__ == "__main__":

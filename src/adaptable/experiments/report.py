@@ -18,6 +18,16 @@ from contextlib import contextmanager
 from typing import Any
 
 
+def count(number: int, noun: str, plural: str | None = None) -> str:
+    """``number`` and ``noun``, plural unless it is one: ``count(1, "experiment")`` ->
+    ``"1 experiment"``, ``count(0, "experiment")`` -> ``"0 experiments"``.
+
+    >>> count(2, "pass", "passes")
+    '2 passes'
+    """
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
 def plan_line(specs: Sequence[Any], store: Any, run: bool = True) -> str:
     """``"12 experiments (4 already in the results store, 8 to run)"`` (``run=False``: what
     ``--no-run`` finds in the store)."""
