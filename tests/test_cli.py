@@ -181,7 +181,7 @@ def test_a_store_line_without_spec_is_rerun_not_a_crash(
     with pytest.warns(UserWarning, match="no 'spec' field"):
         assert cli.main(argv, components=TOY) == 0
     out = capsys.readouterr().out
-    assert "1 experiments run, 0 reused" in out and "| toy | natural | softmax | source |" in out
+    assert "1 experiment run, 0 reused" in out and "| toy | natural | softmax | source |" in out
 
 
 def test_help_lists_valid_names_without_rest_markup(capsys: pytest.CaptureFixture[str]) -> None:
@@ -529,3 +529,42 @@ def test_ctrl_c_says_in_one_line_what_was_saved(tmp_path: Path, workers: int) ->
         assert _group_gone(process.pid, 15)
     finally:
         _kill_group(process.pid)
+
+
+def _no_work(*args, **kwargs):
+    raise AssertionError("work started before the arguments were checked")
+
+
+def test_methods_that_need_a_torch_model_are_refused_on_other_models(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """FTAT (ensemble), LAME and parameter-updating methods over a GBDT: one usage error per
+    method, naming the pair, before any data loads (not a failure per experiment)."""
+    components = replace(cli.Components(), load_dataset=_no_work, train_model=_no_work)
+    argv = ["run", "--datasets", "heloc", "--models", "xgboost", "mlp", "--methods", "source",
+            "tent", "ftat", "ftat[ensemble=false]", "lame", "--results", str(tmp_path / "r")]  # fmt: skip
+    err = _usage_error(argv, capsys, components)
+    assert "3 problems:" in err
+    assert "method 'tent' cannot run on model(s) xgboost: it updates the source model's " in err
+    assert "method 'ftat' cannot run on model(s) xgboost" in err and "ftat[ensemble=false]" in err
+    assert "method 'lame' cannot run on model(s) xgboost: it reads the source model's " in err
+    assert "'ftat[ensemble=false]' cannot" not in err and "'source' cannot" not in err
+    err = _usage_error(["plot", "--models", "catboost", "--method", "lame"], capsys, components)
+    assert "method 'lame' cannot run on model(s) catboost" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_device_cuda_without_cuda_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import adaptable.experiments.process as process
+
+    monkeypatch.setattr(process, "cuda_problem", lambda: "no CUDA device here")
+    base = ["--datasets", "toy", "--models", "softmax", "--device", "cuda"]
+    err = _usage_error(["run", *base, "--results", str(tmp_path / "r")], capsys)
+    assert "--device cuda: no CUDA device here; use --device cpu or auto" in err
+    # reading CUDA results from the store needs no CUDA
+    argv = ["reproduce", "oracle", "--no-run", "--device", "cuda", "--seeds", "0", "--out",
+            str(tmp_path / "t"), "--results", str(tmp_path / "r")]  # fmt: skip
+    cli.main(argv, components=TOY)
+    assert "--device cuda" not in capsys.readouterr().err

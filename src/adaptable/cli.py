@@ -381,7 +381,9 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
             except argparse.ArgumentTypeError as err:
                 problems.append(str(err))
         problems += _unknown(components, args.datasets, args.models, args.scenarios, methods)
-        problems += _unbuildable(components, methods)
+        built, unbuildable = _build_methods(components, methods)
+        problems += unbuildable
+        problems += _incompatible(components, args.models, built)
         args.parsed_methods = methods
     elif args.command == "reproduce":
         from adaptable.experiments.reproduce import request_problems
@@ -395,6 +397,15 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
         unknown = [f for f in dict.fromkeys(args.figures) if f not in FIGURES]
         problems += [f"unknown figure {f!r}; choose from {', '.join(FIGURES)}" for f in unknown]
         problems += _unknown(components, args.datasets, args.models, [], [(args.method, {})])
+        built, unbuildable = _build_methods(components, [(args.method, {})])
+        problems += unbuildable
+        problems += _incompatible(components, args.models, built)
+    if getattr(args, "device", None) == "cuda" and not getattr(args, "no_run", False):
+        from adaptable.experiments.process import cuda_problem
+
+        problem = cuda_problem()
+        if problem is not None:
+            problems.append(f"--device cuda: {problem}; use --device cpu or auto")
     if not problems and hasattr(args, "results"):  # last: it may create the store's folder
         from adaptable.experiments.store import ResultsPathError, check_results_path
 
@@ -426,22 +437,38 @@ def _unknown(
     )
 
 
-def _unbuildable(
+def _build_methods(
     components: Components, methods: Sequence[tuple[str, dict[str, Any]]]
-) -> list[str]:
+) -> tuple[dict[str, Any], list[str]]:
     """Build each known method once with its options: bad values fail here, with the method's
-    own message, rather than once per experiment after the data loaded and models trained."""
+    own message, rather than once per experiment after the data loaded and models trained.
+
+    Returns:
+        (label -> built method, one problem per method that could not be built).
+    """
     known = set(components.known_names("method"))
+    built: dict[str, Any] = {}
     problems = []
     for name, options in methods:
         if name not in known:
             continue
         try:
-            components.create_method(name, **options)
+            built[_label(name, options)] = components.create_method(name, **options)
         except (ValueError, TypeError, KeyError) as err:
             detail = err.args[0] if isinstance(err, KeyError) and err.args else err
             problems.append(f"method {_label(name, options)}: {detail}")
-    return problems
+    return built, problems
+
+
+def _incompatible(
+    components: Components, models: Sequence[str], built: dict[str, Any]
+) -> list[str]:
+    """Methods that cannot run on some of the (known) models: a usage error naming the pair,
+    instead of the same failure once per experiment after the data loaded."""
+    from adaptable.experiments.runner import incompatible_pairs
+
+    known = set(components.known_names("model"))
+    return incompatible_pairs(components, [m for m in models if m in known], built)
 
 
 def _label(name: str, options: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ True
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import random
 import signal
@@ -41,6 +42,33 @@ def seed_method(method: Any, seed: int, options: dict[str, Any]) -> None:
     get_params = getattr(method, "get_params", None)
     if callable(get_params) and get_params(deep=False).get("random_state", 0) is None:
         method.set_params(random_state=seed)
+
+
+def resolved_device(device: str) -> str:
+    """The device a run context's ``device`` stands for here: ``"cpu"`` or ``"cuda"``
+    (``"auto"``: CUDA where torch finds it, else the CPU; a machine without torch has no CUDA).
+
+    >>> resolved_device("cpu")
+    'cpu'
+    """
+    if device != "auto":
+        return device
+    if importlib.util.find_spec("torch") is None:
+        return "cpu"
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def cuda_problem() -> str | None:
+    """Why CUDA cannot be used here, or ``None`` when it can."""
+    if importlib.util.find_spec("torch") is None:
+        return "CUDA needs torch, which is not installed"
+    import torch
+
+    if not torch.cuda.is_available():
+        return f"torch {torch.__version__} finds no CUDA device here (torch.cuda.is_available())"
+    return None
 
 
 def limit_threads(threads: int) -> None:

@@ -28,15 +28,17 @@ def count(number: int, noun: str, plural: str | None = None) -> str:
     return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
-def plan_line(specs: Sequence[Any], store: Any, run: bool = True) -> str:
+def plan_line(specs: Sequence[Any], store: Any, run: bool = True, device: str | None = None) -> str:
     """``"12 experiments (4 already in the results store, 8 to run)"`` (``run=False``: what
-    ``--no-run`` finds in the store)."""
-    stored = store.completed()
+    ``--no-run`` finds in the store; ``device``: count only the results that ran there)."""
+    stored = store.completed() if device is None else store.completed(device=device)
     reused = sum(s.key in stored for s in specs)
     if not run:
-        return f"{len(specs)} experiments ({reused} in the results store; --no-run runs none)"
+        return (
+            f"{count(len(specs), 'experiment')} ({reused} in the results store; --no-run runs none)"
+        )
     return (
-        f"{len(specs)} experiments ({reused} already in the results store, "
+        f"{count(len(specs), 'experiment')} ({reused} already in the results store, "
         f"{len(specs) - reused} to run)"
     )
 
@@ -45,8 +47,8 @@ def report_sweep(result: Any) -> None:
     """Print a sweep's counts, skipped datasets and failures (one line per distinct error) on
     stdout, then the warnings of the experiments it ran on stderr."""
     print(
-        f"{len(result.ran)} experiments run, {len(result.reused)} reused from the store, "
-        f"{len(result.failures)} failed, in {result.seconds:.1f} s"
+        f"{count(len(result.ran), 'experiment')} run, {len(result.reused)} reused from the "
+        f"store, {len(result.failures)} failed, in {result.seconds:.1f} s"
     )
     for name, reason in result.skipped.items():
         print(f"skipped dataset {name}: {reason}")

@@ -114,7 +114,9 @@ def _collect(
     except ValueError as err:  # several tables with --models: those without the models
         print(f"[{name}] skipped: {err}")
         return None
-    plan = plan_line(specs, store, run=request.run)
+    from adaptable.experiments.runner import lookup_device
+
+    plan = plan_line(specs, store, run=request.run, device=lookup_device(context, request.run))
     print(f"[{name}] {plan}; results store: {store.path}", flush=True)
     if request.run:
         result = run_sweep(

@@ -29,7 +29,12 @@ import numpy as np
 
 import adaptable.experiments.metrics as _metrics
 from adaptable.experiments.executors import LocalExecutor
-from adaptable.experiments.process import limit_threads, seed_everything, seed_method
+from adaptable.experiments.process import (
+    limit_threads,
+    resolved_device,
+    seed_everything,
+    seed_method,
+)
 from adaptable.experiments.report import progress_bar, say
 from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import ResultStore
@@ -106,6 +111,12 @@ def _known_names(kind: str) -> list[str]:
     raise ValueError(f"kind must be dataset, model, method or scenario; got {kind!r}")
 
 
+def _is_torch_model(name: str) -> bool:
+    from adaptable.models import BACKBONES
+
+    return name in BACKBONES
+
+
 @dataclass(frozen=True)
 class Components:
     """Where the runner gets its pieces. Every field must be a module-level function (so that
@@ -120,6 +131,8 @@ class Components:
         apply_shift: ``(name, dataset, seed) -> Stream`` with ``batches(batch_size)``.
         known_names: ``(kind) -> names`` for kind ``dataset``, ``model``, ``method`` or
             ``scenario``: what the other providers accept (checked before any work starts).
+        is_torch_model: ``(model name) -> bool``: whether that source model is a torch
+            module, which the methods of :func:`torch_only_reason` need.
     """
 
     load_dataset: Callable[[str, str | None], Any] = _load_dataset
@@ -128,6 +141,53 @@ class Components:
     create_method: Callable[..., Any] = _create_method
     apply_shift: Callable[[str, Any, int], Any] = _apply_shift
     known_names: Callable[[str], list[str]] = _known_names
+    is_torch_model: Callable[[str], bool] = _is_torch_model
+
+
+#: methods that read a source model's penultimate features (LAME's affinity between rows)
+_FEATURE_METHODS = ("lame",)
+
+
+def torch_only_reason(method: Any) -> str | None:
+    """Why a built method runs on torch source models only (it updates the model's parameters,
+    or reads its penultimate features), or ``None`` when it runs on any model."""
+    if getattr(method, "updates_parameters", False):
+        return "updates the source model's parameters"
+    if getattr(method, "name", None) in _FEATURE_METHODS:
+        return "reads the source model's penultimate features"
+    return None
+
+
+def incompatible_pairs(
+    components: Components, models: Iterable[str], methods: Mapping[str, Any]
+) -> list[str]:
+    """One message per method that cannot run on some of ``models``, found before any work.
+
+    Args:
+        components: the providers (``is_torch_model`` says which models are torch modules).
+        models: source model names.
+        methods: label (``ftat[lr=0.1]``) -> the method built with its options.
+
+    Returns:
+        e.g. ``["method 'tent' cannot run on model(s) catboost: it updates the source model's
+        parameters, which needs a torch model (mlp, resnet, ...)"]``.
+    """
+    models = list(dict.fromkeys(models))
+    problems = []
+    for label, method in methods.items():
+        reason = torch_only_reason(method)
+        if reason is None:
+            continue
+        other = [m for m in models if not components.is_torch_model(m)]
+        if not other:
+            continue
+        torch_models = [m for m in components.known_names("model") if components.is_torch_model(m)]
+        hint = " (or ftat[ensemble=false], which runs on any model)" if label == "ftat" else ""
+        problems.append(
+            f"method {label!r} cannot run on model(s) {', '.join(other)}: it {reason}, which "
+            f"needs a torch model ({', '.join(torch_models) or 'none known'}){hint}"
+        )
+    return problems
 
 
 def unknown_names(components: Components, **names: Iterable[str]) -> list[str]:
@@ -164,6 +224,15 @@ class RunContext:
     def __post_init__(self) -> None:
         if self.device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}")
+
+
+def lookup_device(context: RunContext, run: bool = True) -> str | None:
+    """The device whose stored results count for ``context``: where a sweep would run
+    (``run``; ``"auto"`` resolved here), or for reading alone, the named device, ``None``
+    (any) for ``"auto"``, so that tables rebuild from a store written on any machine."""
+    if run:
+        return resolved_device(context.device)
+    return None if context.device == "auto" else context.device
 
 
 # Per-process memo: a worker that runs several methods on one source model trains/loads it once.
@@ -471,6 +540,8 @@ def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[st
         "software": _versions(),
         # where the source model ran (deep models on CUDA when asked); timings depend on it
         "device": str(getattr(model, "device", "cpu")),
+        # false for models without a device (GBDTs): their result is the same on any device
+        "device_bound": hasattr(model, "device"),
         "finished_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "host": platform.node(),
         "pid": os.getpid(),
@@ -559,11 +630,18 @@ def run_sweep(
             result.skipped[name] = reason
     wanted = [s for s in unique.values() if s.dataset not in result.skipped]
 
-    done = store.completed()
+    # a result counts as done only where it ran on the device this sweep runs on
+    done = store.completed(device=lookup_device(context))
     todo = [s for s in wanted if s.key not in done]
     result.reused = [s.key for s in wanted if s.key in done]
 
-    _prepare_sources(list(dict.fromkeys(s.source_key for s in todo)), context, executor, progress)
+    sources = list(dict.fromkeys(s.source_key for s in todo))
+    broken = _prepare_sources(sources, context, executor, progress)
+    # an experiment whose source model failed fails with it, without training it again
+    for spec in todo:
+        if spec.source_key in broken:
+            result.failures[spec.key] = f"source model failed: {broken[spec.source_key]}"
+    todo = [s for s in todo if s.source_key not in broken]
     reported: set[str] = set()
     with progress_bar(len(todo), progress, "experiments", "exp") as bar:
         for spec, outcome in executor.map_unordered(_run_task, todo, context):
@@ -571,7 +649,9 @@ def run_sweep(
                 outcome = {"failed": True, "key": spec.key, "error": repr(outcome)}
             if outcome.get("failed"):
                 result.failures[spec.key] = outcome["error"]
-                if outcome["error"] not in reported:  # one line per distinct error
+                # Above the bar, once per distinct error, while the sweep goes on; the final
+                # report lists them all (without a bar it alone does, so each shows once).
+                if not bar.disable and outcome["error"] not in reported:
                     reported.add(outcome["error"])
                     say(bar, f"FAILED {spec.key}: {outcome['error']}")
             else:
@@ -589,16 +669,17 @@ def run_sweep(
 
 def _prepare_sources(
     sources: list[tuple[str, str, int]], context: RunContext, executor: Any, progress: bool
-) -> None:
+) -> dict[tuple[str, str, int], str]:
     """Train (or load) every source model before the experiments start.
 
     In this process the bar names each model as it trains; with several workers they train in
     parallel, so that two workers never train the same model at once (experiments then load
-    them from the cache). A failure is reported here and again by each experiment that needs
-    the model.
+    them from the cache). Returns the models that failed: source key -> error (the sweep's
+    report lists them, once per distinct error, with the experiments that needed them).
     """
+    broken: dict[tuple[str, str, int], str] = {}
     if not sources:
-        return
+        return broken
     global _SHOW_TRAINING
     here = isinstance(executor, LocalExecutor) and (executor.workers == 1 or len(sources) == 1)
     with progress_bar(len(sources), progress, "source models", "model") as bar:
@@ -608,22 +689,20 @@ def _prepare_sources(
             )
             for source, outcome in executor.map_unordered(prepare_source, sources, context):
                 if isinstance(outcome, BaseException):
-                    say(bar, f"source model {source} failed: {outcome}")
+                    broken[source] = f"{type(outcome).__name__}: {outcome}"
                 bar.update(1)
-            return
+            return broken
         for dataset, model, seed in sources:
             bar.set_description(f"training or loading {model} on {dataset} (seed {seed})")
             _SHOW_TRAINING = progress
             try:
                 prepare_source((dataset, model, seed), context)
-            except Exception as err:  # noqa: BLE001 - the experiments report it again, per key
-                say(
-                    bar,
-                    f"source model {(dataset, model, seed)} failed: {type(err).__name__}: {err}",
-                )
+            except Exception as err:  # noqa: BLE001 - reported with the experiments it fails
+                broken[(dataset, model, seed)] = f"{type(err).__name__}: {err}"
             finally:
                 _SHOW_TRAINING = False
             bar.update(1)
+    return broken
 
 
 def stored_only(
@@ -643,12 +722,13 @@ def stored_only(
     """
     context = context or RunContext()
     result = SweepResult()
+    device = lookup_device(context, run=False)
     if check_data:
         for name in dict.fromkeys(s.dataset for s in specs):
             reason = context.components.dataset_status(name, context.data_dir)
             if reason is not None:
                 result.skipped[name] = reason
-    done = store.completed()
+    done = store.completed(device=device)
     wanted = [
         s for s in dict((s.key, s) for s in specs).values() if s.dataset not in result.skipped
     ]
