@@ -294,9 +294,9 @@ def test_plot_says_up_front_how_many_experiments_it_runs(
     assert cli.main(argv, components=TOY) == 0
     out = capsys.readouterr().out
     first = out.splitlines()[0]
-    assert first.startswith("2 figure(s) for 1 dataset / model / seed combination(s): ")
+    assert first.startswith("2 figures for 1 dataset / model / seed combination: ")
     assert "2 experiments (0 already in the results store, 2 to run)" in first
-    assert "plus 1 calibration pass(es)" in first
+    assert "plus 1 calibration pass over" in first
     assert (tmp_path / "label_distribution_toy_softmax_s0.png").is_file()
     assert (tmp_path / "reliability_toy_softmax_s0.png").is_file()
 
@@ -370,7 +370,7 @@ def test_an_alias_runs_as_the_task_it_names(
     argv = ["reproduce", "generality", "--datasets", "readmission", "--models", "logreg",
             "--seeds", "0", "--no-run", "--out", str(tmp_path), "--results",
             str(tmp_path / "r.jsonl")]  # fmt: skip
-    assert cli.main(argv) == 0
+    assert cli.main(argv) == 1  # --no-run on an empty store: nothing to write
     assert "[generality] 40 experiments" in capsys.readouterr().out  # 4 shifts x 10 columns
     parser = cli.build_parser(cli.Components())
     args = parser.parse_args(["run", "--datasets", "readmission", "heloc", "anes"])
@@ -385,9 +385,10 @@ def test_reproduce_checks_a_benchmarks_datasets(
             "--out", str(tmp_path), "--results", str(tmp_path / "r.jsonl")]  # fmt: skip
     err = _usage_error(argv, capsys, cli.Components())
     assert "Table 'generality' has no cases for dataset(s) ['heloc_trades']" in err
-    # with "all", each table runs the requested datasets it holds, and says when none
+    # with "all", each table runs the requested datasets it holds, and says when none (here
+    # --no-run finds nothing stored for the one that holds it: nothing written, exit 1)
     argv[1] = "all"
-    assert cli.main(argv) == 0
+    assert cli.main(argv) == 1
     out = capsys.readouterr().out
     for table in ("main", "corruptions", "generality", "holdout"):
         assert f"[{table}] skipped: none of --datasets is among its datasets" in out

@@ -21,7 +21,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from adaptable.experiments.report import count, plan_line, print_warnings, report_sweep
+from adaptable.experiments.report import (
+    collect_warnings,
+    collected_lines,
+    count,
+    plan_line,
+    print_warnings,
+    report_sweep,
+)
 from adaptable.experiments.runner import Components
 
 DESCRIPTION = """\
@@ -61,6 +68,8 @@ EXIT_INTERRUPTED = 130
 #: seeds go to numpy's legacy seeding, which takes 32-bit values
 MAX_SEED = 2**32 - 1
 _KINDS = ("dataset", "model", "method", "scenario")
+#: what ``plot``'s list options fall back to when they held figure names alone
+_PLOT_DEFAULTS = {"datasets": DEFAULT_DATASETS, "models": DEFAULT_MODELS, "method": ["adaptable"]}
 
 _METHOD_PATTERN = re.compile(r"^(?P<name>[^\[\]]+)(\[(?P<options>.*)\])?$")
 
@@ -201,22 +210,20 @@ def _add_common(parser: argparse.ArgumentParser, results_default: str = DEFAULT_
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
+def _words(names: Sequence[str]) -> str:
+    """Names as a command line spells them: ``mlp resnet`` (not ``['mlp', 'resnet']``)."""
+    return " ".join(names)
+
+
 def _add_grid(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> None:
     """``--datasets``, ``--models``, ``--seeds``: the same spelling in every subcommand."""
-    parser.add_argument(
-        "--datasets",
-        nargs="+",
-        default=defaults["datasets"],
-        metavar="NAME",
-        help=defaults.get("datasets_help", f"datasets (default: {defaults['datasets']})"),
-    )
-    parser.add_argument(
-        "--models",
-        nargs="+",
-        default=defaults["models"],
-        metavar="NAME",
-        help=defaults.get("models_help", f"source models (default: {defaults['models']})"),
-    )
+    for option, noun in (("datasets", "datasets"), ("models", "source models")):
+        help_text = (
+            defaults.get(f"{option}_help") or f"{noun} (default: {_words(defaults[option])})"
+        )
+        parser.add_argument(
+            f"--{option}", nargs="+", default=defaults[option], metavar="NAME", help=help_text
+        )
     parser.add_argument(
         "--seeds",
         nargs="+",
@@ -224,6 +231,19 @@ def _add_grid(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> None
         default=defaults["seeds"],
         metavar="SEED",
         help=f"seeds, 0 to {MAX_SEED} (default: {' '.join(map(str, defaults['seeds']))})",
+    )
+
+
+def _add_batch_size(parser: argparse.ArgumentParser) -> None:
+    from adaptable.experiments.spec import BATCH_SIZE
+
+    parser.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=BATCH_SIZE,
+        metavar="N",
+        help=f"rows per test batch (default: {BATCH_SIZE}, the paper's); another size is an "
+        "experiment of its own in the results store",
     )
 
 
@@ -277,6 +297,7 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
         metavar="NAME",
         help="shift scenarios (default: natural)",
     )
+    _add_batch_size(run)
     _add_common(run)
     run.set_defaults(subparser=run)
 
@@ -322,6 +343,7 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
         help="folder for TABLE.md / TABLE.csv (default: adaptable-results/tables)",
     )
     rep.add_argument("--latex", action="store_true", help="also write TABLE.tex")
+    _add_batch_size(rep)
     rep.add_argument(
         "--no-run",
         action="store_true",
@@ -342,14 +364,27 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
         "figures",
         nargs="*",
         metavar="FIGURE",
-        help=f"any of {', '.join(FIGURES)} (default: all)",
+        help=f"any of {', '.join(FIGURES)} (default: all); also --figures",
+    )
+    plot.add_argument(
+        "--figures",
+        nargs="+",
+        dest="figure_options",
+        default=[],
+        metavar="FIGURE",
+        help="the figures, as an option (a figure name left after --datasets, --models or "
+        "--methods is taken as a figure too)",
     )
     _add_grid(plot, {"datasets": DEFAULT_DATASETS, "models": DEFAULT_MODELS, "seeds": [0]})
     plot.add_argument(
+        "--methods",
         "--method",
-        default="adaptable",
+        dest="method",
+        nargs="+",
+        default=["adaptable"],
         metavar="NAME",
-        help="the adapted method the figures show beside the source model (default: adaptable)",
+        help="the adapted method the figures show beside the source model, one (default: "
+        "adaptable)",
     )
     plot.add_argument(
         "--out",
@@ -370,6 +405,9 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
         problems.append(f"--data-dir {args.data_dir!r} is not a folder")
     if getattr(args, "executor", None) == "ray" and importlib.util.find_spec("ray") is None:
         problems.append("--executor ray needs the ray package: pip install 'adaptable-tta[ray]'")
+    if args.command == "plot":
+        _collect_figures(args)
+    _fold_case(args, components)
     if getattr(args, "datasets", None):
         # TableShift's identifiers and short names run, and are stored, as the task they name
         args.datasets = _canonical(args.datasets)
@@ -380,6 +418,7 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
                 methods.append(parse_method(text))
             except argparse.ArgumentTypeError as err:
                 problems.append(str(err))
+        methods = [(_folded(components, "method", name), options) for name, options in methods]
         problems += _unknown(components, args.datasets, args.models, args.scenarios, methods)
         built, unbuildable = _build_methods(components, methods)
         problems += unbuildable
@@ -396,6 +435,12 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
 
         unknown = [f for f in dict.fromkeys(args.figures) if f not in FIGURES]
         problems += [f"unknown figure {f!r}; choose from {', '.join(FIGURES)}" for f in unknown]
+        if len(args.method) != 1:
+            problems.append(
+                f"--methods: plot draws one adapted method beside the source model; got "
+                f"{len(args.method)} ({' '.join(args.method)}): run it once per method"
+            )
+        args.method = _folded(components, "method", args.method[0])
         problems += _unknown(components, args.datasets, args.models, [], [(args.method, {})])
         built, unbuildable = _build_methods(components, [(args.method, {})])
         problems += unbuildable
@@ -417,6 +462,35 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
         unique = list(dict.fromkeys(problems))
         message = unique[0] if len(unique) == 1 else "\n  - ".join(["", *unique]).lstrip("\n")
         args.subparser.error(message if len(unique) == 1 else f"{len(unique)} problems:\n{message}")
+
+
+def _collect_figures(args: argparse.Namespace) -> None:
+    """``plot``'s figures from the positional names, ``--figures``, and any figure name that a
+    list option took in (``plot --datasets heloc reliability``: argparse gives ``reliability``
+    to ``--datasets``; no dataset, model or method has a figure's name)."""
+    from adaptable.experiments.figures import FIGURES
+
+    figures = [*args.figures, *args.figure_options]
+    for option in ("datasets", "models", "method"):
+        values = getattr(args, option)
+        figures += [v for v in values if v in FIGURES]
+        kept = [v for v in values if v not in FIGURES]
+        setattr(args, option, kept or list(_PLOT_DEFAULTS[option]))
+    args.figures = list(dict.fromkeys(figures))
+
+
+def _fold_case(args: argparse.Namespace, components: Components) -> None:
+    """Names given in another case (``HELOC``, ``MLP``) become the registered ones."""
+    for option, kind in (("datasets", "dataset"), ("models", "model"), ("scenarios", "scenario")):
+        values = getattr(args, option, None)
+        if values:
+            setattr(args, option, [_folded(components, kind, v) for v in values])
+
+
+def _folded(components: Components, kind: str, name: str) -> str:
+    from adaptable.experiments.runner import fold_case
+
+    return fold_case(components, kind, name)
 
 
 def _unknown(
@@ -489,7 +563,7 @@ def _request(args: argparse.Namespace) -> Any:
     return Request(
         seeds=args.seeds, datasets=args.datasets, models=args.models, out=args.out,
         latex=args.latex, run=not args.no_run, progress=not args.no_progress,
-        several=args.table in ("all", "benchmark"),
+        several=args.table in ("all", "benchmark"), batch_size=args.batch_size,
     )  # fmt: skip
 
 
@@ -509,15 +583,19 @@ def _context_and_executor(args: argparse.Namespace, components: Components) -> t
 
 def cmd_run(args: argparse.Namespace, components: Components) -> int:
     """``adaptable run``: a sweep over the given grid, then a summary table."""
-    from adaptable.experiments.runner import run_sweep
+    from adaptable.experiments.runner import lookup_device, run_sweep
     from adaptable.experiments.spec import grid
     from adaptable.experiments.store import ResultStore
     from adaptable.experiments.tables import summary
 
-    specs = grid(args.datasets, args.scenarios, args.models, args.parsed_methods, args.seeds)
+    specs = grid(
+        args.datasets, args.scenarios, args.models, args.parsed_methods, args.seeds,
+        batch_size=args.batch_size,
+    )  # fmt: skip
     store = ResultStore(args.results)
-    print(f"{plan_line(specs, store)}; results store: {store.path}", flush=True)
     context, executor = _context_and_executor(args, components)
+    plan = plan_line(specs, store, device=lookup_device(context))
+    print(f"{plan}; results store: {store.path}", flush=True)
     try:
         result = run_sweep(
             specs, store, context=context, executor=executor, progress=not args.no_progress
@@ -538,7 +616,7 @@ def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:
 
     store = ResultStore(args.results)
     if args.no_run:
-        context, executor = RunContext(components=components), None
+        context, executor = RunContext(components=components, device=args.device), None
     else:
         context, executor = _context_and_executor(args, components)
     names = reproduce.table_names(args.table, args.roles)
@@ -559,6 +637,7 @@ def cmd_plot(args: argparse.Namespace, components: Components) -> int:
         figure_specs,
         make_figures,
     )
+    from adaptable.experiments.runner import lookup_device
     from adaptable.experiments.store import ResultStore
 
     figures = list(dict.fromkeys(args.figures)) or list(FIGURES)
@@ -569,32 +648,43 @@ def cmd_plot(args: argparse.Namespace, components: Components) -> int:
     )
     passes = len(combos) if set(CALIBRATION_FIGURES) & set(figures) else 0
     extra = (
-        f", plus {passes} calibration pass(es) over sampled test batches (not stored)"
+        f", plus {count(passes, 'calibration pass', 'calibration passes')} over sampled test "
+        "batches (not stored)"
         if passes
         else ""
     )
+    context, executor = _context_and_executor(args, components)
+    plan = plan_line(specs, store, device=lookup_device(context))
     print(
-        f"{len(figures)} figure(s) for {len(combos)} dataset / model / seed combination(s): "
-        f"{plan_line(specs, store)}{extra}; results store: {store.path}",
+        f"{count(len(figures), 'figure')} for "
+        f"{count(len(combos), 'dataset / model / seed combination')}: "
+        f"{plan}{extra}; results store: {store.path}",
         flush=True,
     )
-    context, executor = _context_and_executor(args, components)
     written: dict[str, str] = {}
     stored_before = set(store.completed())
-    try:
-        for dataset, model, seed in combos:
-            drawn = make_figures(
-                figures, dataset=dataset, model=model, seed=seed, out_dir=Path(args.out),
-                store=store, context=context, executor=executor, progress=not args.no_progress,
-                method=args.method,
-            )  # fmt: skip
-            written.update({f"{name} ({dataset}, {model}, {seed})": p for name, p in drawn.items()})
-    finally:
-        executor.close()
+    # warnings outside the experiments (the calibration pass, drawing) are reported as the
+    # experiments' are, after the figures, rather than printed raw as they happen
+    with collect_warnings() as caught:
+        try:
+            for dataset, model, seed in combos:
+                drawn = make_figures(
+                    figures, dataset=dataset, model=model, seed=seed, out_dir=Path(args.out),
+                    store=store, context=context, executor=executor,
+                    progress=not args.no_progress, method=args.method,
+                )  # fmt: skip
+                written.update(
+                    {f"{name} ({dataset}, {model}, {seed})": p for name, p in drawn.items()}
+                )
+        finally:
+            executor.close()
     wanted = {spec.key for spec in specs} - stored_before
     print_warnings(r for key, r in store.completed().items() if key in wanted)
+    for line in collected_lines(caught, "figures"):
+        print(line, file=sys.stderr)
+    width = max(map(len, written), default=0)  # names in one column, none cut
     for name, outcome in written.items():
-        print(f"{name:45s} {outcome}")
+        print(f"{name:{width}s}  {outcome}")
     return 0 if all(str(p).endswith(".png") for p in written.values()) else 1
 
 
@@ -655,12 +745,14 @@ def _main(argv: list[str] | None, components: Components | None) -> int:
         from adaptable import datasets
 
         group = None
-        for name, info in datasets.available(args.data_dir).items():
+        listed = datasets.available(args.data_dir)
+        width = max(map(len, listed), default=0)  # one column for every name, the longest too
+        for name, info in listed.items():
             if info.get("group") != group:  # the paper's tasks, then the generality cases
                 print(("" if group is None else "\n") + f"[{info.get('group')}]")
                 group = info.get("group")
             state = "present" if info["present"] else "absent"
-            print(f"{name:22s} {state}")
+            print(f"{name:{width}s}  {state}")
         return 0
     from adaptable.experiments.process import limit_threads
 

@@ -97,6 +97,52 @@ def warning_lines(records: Iterable[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+# Set while collect_warnings() gathers the warnings shown outside experiments, so that a
+# progress bar opened inside hands them over instead of printing them.
+_COLLECTOR: list[tuple[str, str]] | None = None
+
+
+@contextmanager
+def collect_warnings() -> Iterator[list[tuple[str, str]]]:
+    """Gather the warnings shown inside (``(category, message)`` pairs, in order, under the
+    filters in force) instead of printing them with their file and line; print them with
+    :func:`collected_lines` afterwards, as a sweep's own are (progress bars opened inside hand
+    them over too).
+
+    >>> import warnings
+    >>> with collect_warnings() as caught:
+    ...     warnings.warn("odd", UserWarning)
+    >>> collected_lines(caught, "drawing")
+    ['warning (drawing): UserWarning: odd']
+    """
+    global _COLLECTOR
+    caught: list[tuple[str, str]] = []
+    previous_collector = _COLLECTOR
+
+    def keep(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+        caught.append((category.__name__, str(message)))
+
+    with warnings.catch_warnings():
+        warnings.showwarning = keep
+        _COLLECTOR = caught
+        try:
+            yield caught
+        finally:
+            _COLLECTOR = previous_collector
+
+
+def collected_lines(caught: Iterable[tuple[str, str]], where: str) -> list[str]:
+    """One line per distinct collected warning, as :func:`warning_lines` words a sweep's:
+    ``warning (WHERE): Category: message`` (``(3 times)`` at the end when repeated)."""
+    counts: dict[tuple[str, str], int] = {}
+    for item in caught:
+        counts[item] = counts.get(item, 0) + 1
+    return [
+        f"warning ({where}): {category}: {message}" + (f" ({n} times)" if n > 1 else "")
+        for (category, message), n in counts.items()
+    ]
+
+
 @contextmanager
 def progress_bar(total: int, enabled: bool, description: str, unit: str) -> Iterator[Any]:
     """A tqdm bar on stderr, or a silent one when disabled or when there is nothing to do.
@@ -117,8 +163,13 @@ def progress_bar(total: int, enabled: bool, description: str, unit: str) -> Iter
         return
     previous = warnings.showwarning
 
+    collector = _COLLECTOR
+
     def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
              line: str | None = None) -> None:  # fmt: skip
+        if collector is not None:  # collect_warnings() reports them afterwards
+            collector.append((category.__name__, str(message)))
+            return
         text = warnings.formatwarning(message, category, filename, lineno, line)
         tqdm.write(text.rstrip("\n"), file=sys.stderr)
 

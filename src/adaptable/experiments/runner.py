@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import difflib
 import os
 import platform
 import sys
@@ -66,6 +67,9 @@ def _dataset_status(name: str, data_dir: str | None) -> str | None:
 # Set while the sweep trains source models in this process with a progress bar on screen, so
 # that training shows its own per-epoch bar (model, dataset, seed) underneath.
 _SHOW_TRAINING = False
+# Likewise for the experiments: each shows a bar over its test batches (a slow method, TTT++
+# say, otherwise leaves the experiments' bar still for minutes).
+_SHOW_BATCHES = False
 
 
 def _train_model(
@@ -190,16 +194,40 @@ def incompatible_pairs(
     return problems
 
 
+#: up to this many valid names are listed after an unknown one; longer lists are in --help
+_LISTED_NAMES = 12
+
+
 def unknown_names(components: Components, **names: Iterable[str]) -> list[str]:
-    """One message per name the providers do not know, e.g. ``unknown_names(c, model=["mlpp"])``
-    -> ``["unknown model 'mlpp'; choose from mlp, resnet, ..."]`` (each name reported once)."""
+    """One message per name the providers do not know (each name reported once), with the
+    closest valid names, e.g. ``unknown_names(c, model=["mlpp"])`` -> ``["unknown model 'mlpp';
+    did you mean mlp?"]``. Without a close one, a short list of valid names is given whole; a
+    long one (the datasets) is left to ``--help``."""
     problems = []
     for kind, wanted in names.items():
         known = components.known_names(kind)
         for name in dict.fromkeys(wanted):
-            if name not in known:
-                problems.append(f"unknown {kind} {name!r}; choose from {', '.join(known)}")
+            if name in known:
+                continue
+            close = difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.6)
+            if close:
+                hint = f"did you mean {' or '.join(close)}?"
+            elif len(known) <= _LISTED_NAMES:
+                hint = f"choose from {', '.join(known)}"
+            else:
+                hint = f"--help lists the {len(known)} valid {kind} names"
+            problems.append(f"unknown {kind} {name!r}; {hint}")
     return problems
+
+
+def fold_case(components: Components, kind: str, name: str) -> str:
+    """The valid ``kind`` name that ``name`` spells in another case (``HELOC`` -> ``heloc``),
+    else ``name`` unchanged (a name valid as given, or unknown in every case)."""
+    known = components.known_names(kind)
+    if name in known:
+        return name
+    folded = [k for k in known if k.casefold() == name.casefold()]
+    return folded[0] if len(folded) == 1 else name
 
 
 @dataclass(frozen=True)
@@ -481,6 +509,22 @@ def predict_stream(
         yield BatchOutcome(X_batch, y_batch, proba, seconds)
 
 
+def _batch_progress(batches: Iterator[BatchOutcome], stream: Any, spec: ExperimentSpec) -> Any:
+    """``batches``, under a bar of their own (cleared when done) while a sweep in this process
+    shows its bars; else unchanged."""
+    if not _SHOW_BATCHES:
+        return batches
+    from tqdm.auto import tqdm
+
+    try:
+        total: int | None = -(-len(stream) // spec.batch_size)
+    except TypeError:  # a stream without a length
+        total = None
+    description = f"{spec.dataset} {spec.model} {spec.label} seed {spec.seed}"
+    return tqdm(batches, total=total, desc=description, unit="batch", leave=False,
+                dynamic_ncols=True)  # fmt: skip
+
+
 def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[str, Any]:
     context = context or RunContext()
     started = time.perf_counter()
@@ -494,7 +538,7 @@ def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[st
         k: [] for k in ("size", "true", "predicted", "pseudo", "estimate", "temperature")
     }
     adapt_seconds = 0.0
-    for batch in predict_stream(fitted, stream):
+    for batch in _batch_progress(predict_stream(fitted, stream), stream, spec):
         y_batch, proba = batch.y, batch.proba
         adapt_seconds += batch.seconds
         labels.append(y_batch)
@@ -624,14 +668,14 @@ def run_sweep(
     unique: dict[str, ExperimentSpec] = {}
     for spec in specs:
         unique.setdefault(spec.key, spec)
-    for name in dict.fromkeys(s.dataset for s in unique.values()):
+    # a result counts as done only where it ran on the device this sweep runs on
+    done = store.completed(device=lookup_device(context))
+    # only a dataset with experiments left to run needs its raw files
+    for name in dict.fromkeys(s.dataset for s in unique.values() if s.key not in done):
         reason = context.components.dataset_status(name, context.data_dir)
         if reason is not None:
             result.skipped[name] = reason
     wanted = [s for s in unique.values() if s.dataset not in result.skipped]
-
-    # a result counts as done only where it ran on the device this sweep runs on
-    done = store.completed(device=lookup_device(context))
     todo = [s for s in wanted if s.key not in done]
     result.reused = [s.key for s in wanted if s.key in done]
 
@@ -643,25 +687,32 @@ def run_sweep(
             result.failures[spec.key] = f"source model failed: {broken[spec.source_key]}"
     todo = [s for s in todo if s.source_key not in broken]
     reported: set[str] = set()
+    global _SHOW_BATCHES
+    here = isinstance(executor, LocalExecutor) and (executor.workers == 1 or len(todo) <= 1)
     with progress_bar(len(todo), progress, "experiments", "exp") as bar:
-        for spec, outcome in executor.map_unordered(_run_task, todo, context):
-            if isinstance(outcome, BaseException):
-                outcome = {"failed": True, "key": spec.key, "error": repr(outcome)}
-            if outcome.get("failed"):
-                result.failures[spec.key] = outcome["error"]
-                # Above the bar, once per distinct error, while the sweep goes on; the final
-                # report lists them all (without a bar it alone does, so each shows once).
-                if not bar.disable and outcome["error"] not in reported:
-                    reported.add(outcome["error"])
-                    say(bar, f"FAILED {spec.key}: {outcome['error']}")
-            else:
-                store.append(outcome)
-                done[spec.key] = outcome
-                result.ran.append(spec.key)
-                if on_record is not None:
-                    on_record(outcome)
-            bar.set_postfix_str(spec.label[:30], refresh=False)
-            bar.update(1)
+        _SHOW_BATCHES = here and not bar.disable
+        try:
+            for spec, outcome in executor.map_unordered(_run_task, todo, context):
+                if isinstance(outcome, BaseException):
+                    outcome = {"failed": True, "key": spec.key, "error": repr(outcome)}
+                if outcome.get("failed"):
+                    result.failures[spec.key] = outcome["error"]
+                    # Above the bar, once per distinct error, while the sweep goes on; the
+                    # final report lists them all (without a bar it alone does: once each).
+                    if not bar.disable and outcome["error"] not in reported:
+                        reported.add(outcome["error"])
+                        say(bar, f"FAILED {spec.key}: {outcome['error']}")
+                else:
+                    store.append(outcome)
+                    done[spec.key] = outcome
+                    result.ran.append(spec.key)
+                    if on_record is not None:
+                        on_record(outcome)
+                # the whole name (a cut one may read as another method)
+                bar.set_postfix_str(f"{spec.dataset} {spec.model} {spec.label}", refresh=False)
+                bar.update(1)
+        finally:
+            _SHOW_BATCHES = False
     result.records = [done[s.key] for s in wanted if s.key in done]
     result.seconds = time.perf_counter() - started
     return result
