@@ -569,3 +569,169 @@ def test_device_cuda_without_cuda_is_a_usage_error(
             str(tmp_path / "t"), "--results", str(tmp_path / "r")]  # fmt: skip
     cli.main(argv, components=TOY)
     assert "--device cuda" not in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- polish
+def test_batch_size_reaches_the_stream_and_the_experiment_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "r.jsonl"
+    base = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source",
+            "--results", str(store), "--no-progress"]  # fmt: skip
+    assert cli.main([*base, "--batch-size", "100"], components=TOY) == 0
+    assert cli.main(base, components=TOY) == 0  # the paper's size: another experiment
+    records = ResultStore(store).completed()
+    assert list(records) == [
+        "toy|natural|softmax|source|seed=0|batch=100",
+        "toy|natural|softmax|source|seed=0",
+    ]
+    sizes = [r["traces"]["size"] for r in records.values()]
+    assert sizes == [[100, 100, 100, 20], [64] * 5]  # 320 test rows
+    assert "1 experiment (0 already in the results store, 1 to run)" in capsys.readouterr().out
+    _usage_error([*base, "--batch-size", "0"], capsys)
+
+
+def test_reproduce_at_another_batch_size_writes_files_of_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    specs = [replace(s, batch_size=32) for s in table_specs(TABLES["oracle"], [0], ["heloc"])]
+    store = _store_of(tmp_path, specs, (0.61, 0.65, 0.9))
+    argv = ["reproduce", "oracle", "--no-run", "--seeds", "0", "--datasets", "heloc",
+            "--out", str(tmp_path / "t"), "--results", str(store.path)]  # fmt: skip
+    assert cli.main([*argv, "--batch-size", "32"], components=TOY) == 0
+    text = (tmp_path / "t" / "oracle_batch32.md").read_text()
+    assert "| mlp | AdapTable | 65.0" in text
+    assert not (tmp_path / "t" / "oracle.md").exists()  # the paper-size table is untouched
+    # at the paper's size the store holds none of the table's experiments
+    assert cli.main(argv, components=TOY) == 1
+    assert "nothing to write" in capsys.readouterr().out
+
+
+def test_plot_takes_a_figure_name_that_a_list_option_swallowed() -> None:
+    parser = cli.build_parser(TOY)
+    toy = ["--models", "softmax", "--method", "prior"]
+    for argv in (
+        ["plot", *toy, "--datasets", "toy", "reliability"],
+        ["plot", "reliability", *toy, "--datasets", "toy"],
+        ["plot", "--figures", "reliability", *toy, "--datasets", "toy"],
+        ["plot", "--datasets", "toy", "--models", "softmax", "--method", "prior", "reliability"],
+    ):
+        args = parser.parse_args(argv)
+        cli.check_args(args, TOY)
+        assert (args.figures, args.datasets) == (["reliability"], ["toy"]), argv
+    argv = ["plot", "--datasets", "toy", "--methods", "prior", "--models", "softmax", "efficiency"]
+    args = parser.parse_args(argv)
+    cli.check_args(args, TOY)
+    assert (args.method, args.models, args.figures) == ("prior", ["softmax"], ["efficiency"])
+    args = parser.parse_args(["plot", "--datasets", "reliability", *toy])  # the figure alone
+    args.subparser.error = _no_work
+    cli.check_args(args, TOY)
+    assert (args.datasets, args.figures) == (["hospital_readmission"], ["reliability"])
+
+
+def test_unknown_names_suggest_the_closest_and_case_is_folded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["run", "--datasets", "TOY", "--models", "Softmax", "--methods", "SOURCE",
+            "--results", str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    assert "| toy | natural | softmax | source |" in capsys.readouterr().out
+    err = _usage_error(["run", "--datasets", "tyo", "--methods", "priors", "--models", "x"],
+                       capsys)  # fmt: skip
+    assert "unknown dataset 'tyo'; did you mean toy?" in err
+    assert "unknown method 'priors'; did you mean prior?" in err
+    assert "unknown model 'x'; choose from softmax" in err  # a short list is given whole
+    err = _usage_error(["run", "--datasets", "qqqq"], capsys, cli.Components())
+    assert "unknown dataset 'qqqq'; --help lists the" in err and "heloc" not in err
+
+
+def test_a_run_found_whole_in_the_store_needs_no_raw_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: '1 already in the results store, 0 to run', then 'skipped dataset heloc' and
+    exit 1, because the absent raw files were checked first."""
+    spec = ExperimentSpec("heloc", "natural", "softmax", "source", 0)
+    store = _store_of(tmp_path, [spec], [0.6])
+    argv = ["run", "--datasets", "heloc", "--models", "softmax", "--methods", "source",
+            "--results", str(store.path), "--no-progress"]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    out = capsys.readouterr().out
+    assert "(1 already in the results store, 0 to run)" in out
+    assert "| heloc | natural | softmax | source | 1 | 60.0 |" in out
+    assert "skipped" not in out
+
+
+def test_reproduce_refuses_datasets_a_paper_table_does_not_hold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["reproduce", "main", "--datasets", "adult_age", "heloc", "--out", str(tmp_path),
+            "--results", str(tmp_path / "r.jsonl")]  # fmt: skip
+    err = _usage_error(argv, capsys, replace(cli.Components(), load_dataset=_no_work))
+    assert "Table 'main' does not hold dataset(s) ['adult_age']" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_reproduce_no_run_on_a_store_without_the_table_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "t"
+    argv = ["reproduce", "label_shift", "--no-run", "--out", str(out), "--results",
+            str(tmp_path / "r.jsonl")]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 1
+    printed = capsys.readouterr().out
+    assert "[label_shift] nothing to write: the results store" in printed
+    assert "run it without --no-run first" in printed
+    assert not out.exists()
+
+
+def test_plot_reports_its_own_warnings_as_run_does_and_names_whole_labels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import warnings
+
+    import adaptable.experiments.figures as figures
+
+    original = figures.calibration_analysis
+
+    def noisy(*args, **kwargs):
+        warnings.warn("few rows in a scenario", UserWarning, stacklevel=1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(figures, "calibration_analysis", noisy)
+    argv = ["plot", "label_distribution", "reliability", "--datasets", "toy", "--models",
+            "softmax", "--method", "prior", "--out", str(tmp_path), "--results",
+            str(tmp_path / "r.jsonl")]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    err = capsys.readouterr().err
+    assert "warning (figures): UserWarning: few rows in a scenario" in err.splitlines()
+    assert "test_cli.py" not in err  # no raw warning with its file and line
+    assert "toy softmax source seed 0" in err  # each experiment shows a bar over its batches
+    # the experiments' bar names the whole label (it was cut at 30 characters)
+    argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods",
+            "prior[alpha=0.25,temperature=1.5]", "--results", str(tmp_path / "r.jsonl")]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    assert "toy softmax prior[alpha=0.25,temperature=1.5]" in capsys.readouterr().err
+
+
+def test_plain_defaults_plural_counts_and_aligned_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"], components=TOY)
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: hospital_readmission)" in text and "(default: mlp)" in text
+    assert "['" not in text
+    store = _store_of(tmp_path, table_specs(TABLES["oracle"], [0], ["heloc"]), (0.6, 0.6, 0.6))
+    argv = ["reproduce", "oracle", "--no-run", "--seeds", "0", "--datasets", "heloc", "--out",
+            str(tmp_path / "t"), "--results", str(store.path)]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    assert "over seed 0." in (tmp_path / "t" / "oracle.md").read_text()
+    from adaptable import datasets
+
+    listed = {"a": {"present": True, "group": "g"},
+              "a_very_long_task_name_indeed": {"present": False, "group": "g"}}  # fmt: skip
+    monkeypatch.setattr(datasets, "available", lambda data_dir=None: listed)
+    capsys.readouterr()
+    assert cli.main(["datasets"]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    assert [line.index("present" if "present" in line else "absent") for line in lines] == [30, 30]
