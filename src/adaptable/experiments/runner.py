@@ -649,6 +649,12 @@ def run_sweep(
     when everything is reused. Finished records are appended to ``store`` one by one as they
     arrive, so a sweep killed at any point loses only the experiments that were still running.
 
+    A stored record is reused only where it ran on the device this sweep runs on
+    (:func:`lookup_device`; a record without a device is a CPU result, one whose model has no
+    device counts everywhere). Only datasets with experiments left to run must have their raw
+    files. An experiment whose source model failed to train is a failure with that error,
+    without a second attempt.
+
     Args:
         specs: the experiments (duplicates are run once).
         store: the results store.
