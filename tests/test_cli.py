@@ -181,7 +181,7 @@ def test_a_store_line_without_spec_is_rerun_not_a_crash(
     with pytest.warns(UserWarning, match="no 'spec' field"):
         assert cli.main(argv, components=TOY) == 0
     out = capsys.readouterr().out
-    assert "1 experiments run, 0 reused" in out and "| toy | natural | softmax | source |" in out
+    assert "1 experiment run, 0 reused" in out and "| toy | natural | softmax | source |" in out
 
 
 def test_help_lists_valid_names_without_rest_markup(capsys: pytest.CaptureFixture[str]) -> None:
@@ -294,9 +294,9 @@ def test_plot_says_up_front_how_many_experiments_it_runs(
     assert cli.main(argv, components=TOY) == 0
     out = capsys.readouterr().out
     first = out.splitlines()[0]
-    assert first.startswith("2 figure(s) for 1 dataset / model / seed combination(s): ")
+    assert first.startswith("2 figures for 1 dataset / model / seed combination: ")
     assert "2 experiments (0 already in the results store, 2 to run)" in first
-    assert "plus 1 calibration pass(es)" in first
+    assert "plus 1 calibration pass over" in first
     assert (tmp_path / "label_distribution_toy_softmax_s0.png").is_file()
     assert (tmp_path / "reliability_toy_softmax_s0.png").is_file()
 
@@ -370,7 +370,7 @@ def test_an_alias_runs_as_the_task_it_names(
     argv = ["reproduce", "generality", "--datasets", "readmission", "--models", "logreg",
             "--seeds", "0", "--no-run", "--out", str(tmp_path), "--results",
             str(tmp_path / "r.jsonl")]  # fmt: skip
-    assert cli.main(argv) == 0
+    assert cli.main(argv) == 1  # --no-run on an empty store: nothing to write
     assert "[generality] 40 experiments" in capsys.readouterr().out  # 4 shifts x 10 columns
     parser = cli.build_parser(cli.Components())
     args = parser.parse_args(["run", "--datasets", "readmission", "heloc", "anes"])
@@ -385,9 +385,10 @@ def test_reproduce_checks_a_benchmarks_datasets(
             "--out", str(tmp_path), "--results", str(tmp_path / "r.jsonl")]  # fmt: skip
     err = _usage_error(argv, capsys, cli.Components())
     assert "Table 'generality' has no cases for dataset(s) ['heloc_trades']" in err
-    # with "all", each table runs the requested datasets it holds, and says when none
+    # with "all", each table runs the requested datasets it holds, and says when none (here
+    # --no-run finds nothing stored for the one that holds it: nothing written, exit 1)
     argv[1] = "all"
-    assert cli.main(argv) == 0
+    assert cli.main(argv) == 1
     out = capsys.readouterr().out
     for table in ("main", "corruptions", "generality", "holdout"):
         assert f"[{table}] skipped: none of --datasets is among its datasets" in out
@@ -444,3 +445,293 @@ def test_reproduce_roles_go_with_benchmark_only(capsys: pytest.CaptureFixture[st
     assert "--roles goes with 'adaptable reproduce benchmark' only" in err
     err = _usage_error(["reproduce", "benchmark", "--roles", "chosen", "--no-run"], capsys)
     assert "unknown role 'chosen'" in err
+
+
+# --------------------------------------------------------------------------- interruptions
+_TOY_MAIN = (
+    "import sys\n"
+    "from adaptable import cli\n"
+    "from adaptable.experiments import testing\n"
+    "if __name__ == '__main__':\n"
+    "    sys.exit(cli.main(sys.argv[1:], components=testing.COMPONENTS))\n"
+)
+
+
+def _start_slow_toy_run(store: Path, workers: int):
+    """``adaptable run`` on the toy components, slow enough to interrupt (0.5 s per batch), in
+    a session of its own (its workers share its process group); returns once a record is in
+    the store."""
+    import os
+    import time
+
+    argv = [sys.executable, "-c", _TOY_MAIN, "run", "--datasets", "toy", "--models", "softmax",
+            "--methods", "source[delay=0.5]", "prior[delay=0.5]", "--seeds", "0", "1", "2", "3",
+            "--results", str(store), "--workers", str(workers)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(cli.__file__).parents[1])}
+    process = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 90
+    while not (store.exists() and store.stat().st_size) and time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[0]
+        time.sleep(0.2)
+    return process
+
+
+def _group_gone(group: int, seconds: float) -> bool:
+    """Whether every process of ``group`` exits within ``seconds``."""
+    import os
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _kill_group(group: int) -> None:
+    import os
+    import signal
+
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and process groups")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_says_in_one_line_what_was_saved(tmp_path: Path, workers: int) -> None:
+    """Ctrl-C (SIGINT to the terminal's process group): no traceback from the parent or the
+    workers, one line, exit status 130, and no process left behind."""
+    import signal
+
+    store = tmp_path / "r.jsonl"
+    process = _start_slow_toy_run(store, workers)
+    try:
+        import os
+
+        os.killpg(process.pid, signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+        assert process.returncode == cli.EXIT_INTERRUPTED, output
+        assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
+        saved = len(ResultStore(store).completed())
+        lines = [line for line in output.splitlines() if line.startswith("interrupted:")]
+        assert lines == [
+            f"interrupted: {saved} experiment{'s' * (saved != 1)} saved by this run ({saved} in "
+            f"the results store {store}); run the same command again to resume: saved "
+            "experiments are not run again"
+        ]
+        assert _group_gone(process.pid, 15)
+    finally:
+        _kill_group(process.pid)
+
+
+def _no_work(*args, **kwargs):
+    raise AssertionError("work started before the arguments were checked")
+
+
+def test_methods_that_need_a_torch_model_are_refused_on_other_models(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """FTAT (ensemble), LAME and parameter-updating methods over a GBDT: one usage error per
+    method, naming the pair, before any data loads (not a failure per experiment)."""
+    components = replace(cli.Components(), load_dataset=_no_work, train_model=_no_work)
+    argv = ["run", "--datasets", "heloc", "--models", "xgboost", "mlp", "--methods", "source",
+            "tent", "ftat", "ftat[ensemble=false]", "lame", "--results", str(tmp_path / "r")]  # fmt: skip
+    err = _usage_error(argv, capsys, components)
+    assert "3 problems:" in err
+    assert "method 'tent' cannot run on model(s) xgboost: it updates the source model's " in err
+    assert "method 'ftat' cannot run on model(s) xgboost" in err and "ftat[ensemble=false]" in err
+    assert "method 'lame' cannot run on model(s) xgboost: it reads the source model's " in err
+    assert "'ftat[ensemble=false]' cannot" not in err and "'source' cannot" not in err
+    err = _usage_error(["plot", "--models", "catboost", "--method", "lame"], capsys, components)
+    assert "method 'lame' cannot run on model(s) catboost" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_device_cuda_without_cuda_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import adaptable.experiments.process as process
+
+    monkeypatch.setattr(process, "cuda_problem", lambda: "no CUDA device here")
+    base = ["--datasets", "toy", "--models", "softmax", "--device", "cuda"]
+    err = _usage_error(["run", *base, "--results", str(tmp_path / "r")], capsys)
+    assert "--device cuda: no CUDA device here; use --device cpu or auto" in err
+    # reading CUDA results from the store needs no CUDA
+    argv = ["reproduce", "oracle", "--no-run", "--device", "cuda", "--seeds", "0", "--out",
+            str(tmp_path / "t"), "--results", str(tmp_path / "r")]  # fmt: skip
+    cli.main(argv, components=TOY)
+    assert "--device cuda" not in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- polish
+def test_batch_size_reaches_the_stream_and_the_experiment_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "r.jsonl"
+    base = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source",
+            "--results", str(store), "--no-progress"]  # fmt: skip
+    assert cli.main([*base, "--batch-size", "100"], components=TOY) == 0
+    assert cli.main(base, components=TOY) == 0  # the paper's size: another experiment
+    records = ResultStore(store).completed()
+    assert list(records) == [
+        "toy|natural|softmax|source|seed=0|batch=100",
+        "toy|natural|softmax|source|seed=0",
+    ]
+    sizes = [r["traces"]["size"] for r in records.values()]
+    assert sizes == [[100, 100, 100, 20], [64] * 5]  # 320 test rows
+    assert "1 experiment (0 already in the results store, 1 to run)" in capsys.readouterr().out
+    _usage_error([*base, "--batch-size", "0"], capsys)
+
+
+def test_reproduce_at_another_batch_size_writes_files_of_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    specs = [replace(s, batch_size=32) for s in table_specs(TABLES["oracle"], [0], ["heloc"])]
+    store = _store_of(tmp_path, specs, (0.61, 0.65, 0.9))
+    argv = ["reproduce", "oracle", "--no-run", "--seeds", "0", "--datasets", "heloc",
+            "--out", str(tmp_path / "t"), "--results", str(store.path)]  # fmt: skip
+    assert cli.main([*argv, "--batch-size", "32"], components=TOY) == 0
+    text = (tmp_path / "t" / "oracle_batch32.md").read_text()
+    assert "| mlp | AdapTable | 65.0" in text
+    assert not (tmp_path / "t" / "oracle.md").exists()  # the paper-size table is untouched
+    # at the paper's size the store holds none of the table's experiments
+    assert cli.main(argv, components=TOY) == 1
+    assert "nothing to write" in capsys.readouterr().out
+
+
+def test_plot_takes_a_figure_name_that_a_list_option_swallowed() -> None:
+    parser = cli.build_parser(TOY)
+    toy = ["--models", "softmax", "--method", "prior"]
+    for argv in (
+        ["plot", *toy, "--datasets", "toy", "reliability"],
+        ["plot", "reliability", *toy, "--datasets", "toy"],
+        ["plot", "--figures", "reliability", *toy, "--datasets", "toy"],
+        ["plot", "--datasets", "toy", "--models", "softmax", "--method", "prior", "reliability"],
+    ):
+        args = parser.parse_args(argv)
+        cli.check_args(args, TOY)
+        assert (args.figures, args.datasets) == (["reliability"], ["toy"]), argv
+    argv = ["plot", "--datasets", "toy", "--methods", "prior", "--models", "softmax", "efficiency"]
+    args = parser.parse_args(argv)
+    cli.check_args(args, TOY)
+    assert (args.method, args.models, args.figures) == ("prior", ["softmax"], ["efficiency"])
+    args = parser.parse_args(["plot", "--datasets", "reliability", *toy])  # the figure alone
+    args.subparser.error = _no_work
+    cli.check_args(args, TOY)
+    assert (args.datasets, args.figures) == (["hospital_readmission"], ["reliability"])
+
+
+def test_unknown_names_suggest_the_closest_and_case_is_folded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["run", "--datasets", "TOY", "--models", "Softmax", "--methods", "SOURCE",
+            "--results", str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    assert "| toy | natural | softmax | source |" in capsys.readouterr().out
+    err = _usage_error(["run", "--datasets", "tyo", "--methods", "priors", "--models", "x"],
+                       capsys)  # fmt: skip
+    assert "unknown dataset 'tyo'; did you mean toy?" in err
+    assert "unknown method 'priors'; did you mean prior?" in err
+    assert "unknown model 'x'; choose from softmax" in err  # a short list is given whole
+    err = _usage_error(["run", "--datasets", "qqqq"], capsys, cli.Components())
+    assert "unknown dataset 'qqqq'; --help lists the" in err and "heloc" not in err
+
+
+def test_a_run_found_whole_in_the_store_needs_no_raw_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: '1 already in the results store, 0 to run', then 'skipped dataset heloc' and
+    exit 1, because the absent raw files were checked first."""
+    spec = ExperimentSpec("heloc", "natural", "softmax", "source", 0)
+    store = _store_of(tmp_path, [spec], [0.6])
+    argv = ["run", "--datasets", "heloc", "--models", "softmax", "--methods", "source",
+            "--results", str(store.path), "--no-progress"]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    out = capsys.readouterr().out
+    assert "(1 already in the results store, 0 to run)" in out
+    assert "| heloc | natural | softmax | source | 1 | 60.0 |" in out
+    assert "skipped" not in out
+
+
+def test_reproduce_refuses_datasets_a_paper_table_does_not_hold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["reproduce", "main", "--datasets", "adult_age", "heloc", "--out", str(tmp_path),
+            "--results", str(tmp_path / "r.jsonl")]  # fmt: skip
+    err = _usage_error(argv, capsys, replace(cli.Components(), load_dataset=_no_work))
+    assert "Table 'main' does not hold dataset(s) ['adult_age']" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_reproduce_no_run_on_a_store_without_the_table_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "t"
+    argv = ["reproduce", "label_shift", "--no-run", "--out", str(out), "--results",
+            str(tmp_path / "r.jsonl")]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 1
+    printed = capsys.readouterr().out
+    assert "[label_shift] nothing to write: the results store" in printed
+    assert "run it without --no-run first" in printed
+    assert not out.exists()
+
+
+def test_plot_reports_its_own_warnings_as_run_does_and_names_whole_labels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import warnings
+
+    import adaptable.experiments.figures as figures
+
+    original = figures.calibration_analysis
+
+    def noisy(*args, **kwargs):
+        warnings.warn("few rows in a scenario", UserWarning, stacklevel=1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(figures, "calibration_analysis", noisy)
+    argv = ["plot", "label_distribution", "reliability", "--datasets", "toy", "--models",
+            "softmax", "--method", "prior", "--out", str(tmp_path), "--results",
+            str(tmp_path / "r.jsonl")]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    err = capsys.readouterr().err
+    assert "warning (figures): UserWarning: few rows in a scenario" in err.splitlines()
+    assert "test_cli.py" not in err  # no raw warning with its file and line
+    assert "toy softmax source seed 0" in err  # each experiment shows a bar over its batches
+    # the experiments' bar names the whole label (it was cut at 30 characters)
+    argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods",
+            "prior[alpha=0.25,temperature=1.5]", "--results", str(tmp_path / "r.jsonl")]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    assert "toy softmax prior[alpha=0.25,temperature=1.5]" in capsys.readouterr().err
+
+
+def test_plain_defaults_plural_counts_and_aligned_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"], components=TOY)
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: hospital_readmission)" in text and "(default: mlp)" in text
+    assert "['" not in text
+    store = _store_of(tmp_path, table_specs(TABLES["oracle"], [0], ["heloc"]), (0.6, 0.6, 0.6))
+    argv = ["reproduce", "oracle", "--no-run", "--seeds", "0", "--datasets", "heloc", "--out",
+            str(tmp_path / "t"), "--results", str(store.path)]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    assert "over seed 0." in (tmp_path / "t" / "oracle.md").read_text()
+    from adaptable import datasets
+
+    listed = {"a": {"present": True, "group": "g"},
+              "a_very_long_task_name_indeed": {"present": False, "group": "g"}}  # fmt: skip
+    monkeypatch.setattr(datasets, "available", lambda data_dir=None: listed)
+    capsys.readouterr()
+    assert cli.main(["datasets"]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    assert [line.index("present" if "present" in line else "absent") for line in lines] == [30, 30]

@@ -21,7 +21,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from adaptable.experiments.report import plan_line, print_warnings, report_sweep
+from adaptable.experiments.report import (
+    collect_warnings,
+    collected_lines,
+    count,
+    plan_line,
+    print_warnings,
+    report_sweep,
+)
 from adaptable.experiments.runner import Components
 
 DESCRIPTION = """\
@@ -56,9 +63,13 @@ DEFAULT_METHODS = [
     "oracle_prior",
 ]
 DEFAULT_RESULTS = "adaptable-results/results.jsonl"
+#: exit status after Ctrl-C, as a shell reports a command ended by SIGINT (128 + 2)
+EXIT_INTERRUPTED = 130
 #: seeds go to numpy's legacy seeding, which takes 32-bit values
 MAX_SEED = 2**32 - 1
 _KINDS = ("dataset", "model", "method", "scenario")
+#: what ``plot``'s list options fall back to when they held figure names alone
+_PLOT_DEFAULTS = {"datasets": DEFAULT_DATASETS, "models": DEFAULT_MODELS, "method": ["adaptable"]}
 
 _METHOD_PATTERN = re.compile(r"^(?P<name>[^\[\]]+)(\[(?P<options>.*)\])?$")
 
@@ -199,22 +210,20 @@ def _add_common(parser: argparse.ArgumentParser, results_default: str = DEFAULT_
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
+def _words(names: Sequence[str]) -> str:
+    """Names as a command line spells them: ``mlp resnet`` (not ``['mlp', 'resnet']``)."""
+    return " ".join(names)
+
+
 def _add_grid(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> None:
     """``--datasets``, ``--models``, ``--seeds``: the same spelling in every subcommand."""
-    parser.add_argument(
-        "--datasets",
-        nargs="+",
-        default=defaults["datasets"],
-        metavar="NAME",
-        help=defaults.get("datasets_help", f"datasets (default: {defaults['datasets']})"),
-    )
-    parser.add_argument(
-        "--models",
-        nargs="+",
-        default=defaults["models"],
-        metavar="NAME",
-        help=defaults.get("models_help", f"source models (default: {defaults['models']})"),
-    )
+    for option, noun in (("datasets", "datasets"), ("models", "source models")):
+        help_text = (
+            defaults.get(f"{option}_help") or f"{noun} (default: {_words(defaults[option])})"
+        )
+        parser.add_argument(
+            f"--{option}", nargs="+", default=defaults[option], metavar="NAME", help=help_text
+        )
     parser.add_argument(
         "--seeds",
         nargs="+",
@@ -222,6 +231,19 @@ def _add_grid(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> None
         default=defaults["seeds"],
         metavar="SEED",
         help=f"seeds, 0 to {MAX_SEED} (default: {' '.join(map(str, defaults['seeds']))})",
+    )
+
+
+def _add_batch_size(parser: argparse.ArgumentParser) -> None:
+    from adaptable.experiments.spec import BATCH_SIZE
+
+    parser.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=BATCH_SIZE,
+        metavar="N",
+        help=f"rows per test batch (default: {BATCH_SIZE}, the paper's); another size is an "
+        "experiment of its own in the results store",
     )
 
 
@@ -275,6 +297,7 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
         metavar="NAME",
         help="shift scenarios (default: natural)",
     )
+    _add_batch_size(run)
     _add_common(run)
     run.set_defaults(subparser=run)
 
@@ -320,6 +343,7 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
         help="folder for TABLE.md / TABLE.csv (default: adaptable-results/tables)",
     )
     rep.add_argument("--latex", action="store_true", help="also write TABLE.tex")
+    _add_batch_size(rep)
     rep.add_argument(
         "--no-run",
         action="store_true",
@@ -340,14 +364,27 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
         "figures",
         nargs="*",
         metavar="FIGURE",
-        help=f"any of {', '.join(FIGURES)} (default: all)",
+        help=f"any of {', '.join(FIGURES)} (default: all); also --figures",
+    )
+    plot.add_argument(
+        "--figures",
+        nargs="+",
+        dest="figure_options",
+        default=[],
+        metavar="FIGURE",
+        help="the figures, as an option (a figure name left after --datasets, --models or "
+        "--methods is taken as a figure too)",
     )
     _add_grid(plot, {"datasets": DEFAULT_DATASETS, "models": DEFAULT_MODELS, "seeds": [0]})
     plot.add_argument(
+        "--methods",
         "--method",
-        default="adaptable",
+        dest="method",
+        nargs="+",
+        default=["adaptable"],
         metavar="NAME",
-        help="the adapted method the figures show beside the source model (default: adaptable)",
+        help="the adapted method the figures show beside the source model, one (default: "
+        "adaptable)",
     )
     plot.add_argument(
         "--out",
@@ -368,6 +405,9 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
         problems.append(f"--data-dir {args.data_dir!r} is not a folder")
     if getattr(args, "executor", None) == "ray" and importlib.util.find_spec("ray") is None:
         problems.append("--executor ray needs the ray package: pip install 'adaptable-tta[ray]'")
+    if args.command == "plot":
+        _collect_figures(args)
+    _fold_case(args, components)
     if getattr(args, "datasets", None):
         # TableShift's identifiers and short names run, and are stored, as the task they name
         args.datasets = _canonical(args.datasets)
@@ -378,8 +418,11 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
                 methods.append(parse_method(text))
             except argparse.ArgumentTypeError as err:
                 problems.append(str(err))
+        methods = [(_folded(components, "method", name), options) for name, options in methods]
         problems += _unknown(components, args.datasets, args.models, args.scenarios, methods)
-        problems += _unbuildable(components, methods)
+        built, unbuildable = _build_methods(components, methods)
+        problems += unbuildable
+        problems += _incompatible(components, args.models, built)
         args.parsed_methods = methods
     elif args.command == "reproduce":
         from adaptable.experiments.reproduce import request_problems
@@ -392,7 +435,22 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
 
         unknown = [f for f in dict.fromkeys(args.figures) if f not in FIGURES]
         problems += [f"unknown figure {f!r}; choose from {', '.join(FIGURES)}" for f in unknown]
+        if len(args.method) != 1:
+            problems.append(
+                f"--methods: plot draws one adapted method beside the source model; got "
+                f"{len(args.method)} ({' '.join(args.method)}): run it once per method"
+            )
+        args.method = _folded(components, "method", args.method[0])
         problems += _unknown(components, args.datasets, args.models, [], [(args.method, {})])
+        built, unbuildable = _build_methods(components, [(args.method, {})])
+        problems += unbuildable
+        problems += _incompatible(components, args.models, built)
+    if getattr(args, "device", None) == "cuda" and not getattr(args, "no_run", False):
+        from adaptable.experiments.process import cuda_problem
+
+        problem = cuda_problem()
+        if problem is not None:
+            problems.append(f"--device cuda: {problem}; use --device cpu or auto")
     if not problems and hasattr(args, "results"):  # last: it may create the store's folder
         from adaptable.experiments.store import ResultsPathError, check_results_path
 
@@ -404,6 +462,35 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
         unique = list(dict.fromkeys(problems))
         message = unique[0] if len(unique) == 1 else "\n  - ".join(["", *unique]).lstrip("\n")
         args.subparser.error(message if len(unique) == 1 else f"{len(unique)} problems:\n{message}")
+
+
+def _collect_figures(args: argparse.Namespace) -> None:
+    """``plot``'s figures from the positional names, ``--figures``, and any figure name that a
+    list option took in (``plot --datasets heloc reliability``: argparse gives ``reliability``
+    to ``--datasets``; no dataset, model or method has a figure's name)."""
+    from adaptable.experiments.figures import FIGURES
+
+    figures = [*args.figures, *args.figure_options]
+    for option in ("datasets", "models", "method"):
+        values = getattr(args, option)
+        figures += [v for v in values if v in FIGURES]
+        kept = [v for v in values if v not in FIGURES]
+        setattr(args, option, kept or list(_PLOT_DEFAULTS[option]))
+    args.figures = list(dict.fromkeys(figures))
+
+
+def _fold_case(args: argparse.Namespace, components: Components) -> None:
+    """Names given in another case (``HELOC``, ``MLP``) become the registered ones."""
+    for option, kind in (("datasets", "dataset"), ("models", "model"), ("scenarios", "scenario")):
+        values = getattr(args, option, None)
+        if values:
+            setattr(args, option, [_folded(components, kind, v) for v in values])
+
+
+def _folded(components: Components, kind: str, name: str) -> str:
+    from adaptable.experiments.runner import fold_case
+
+    return fold_case(components, kind, name)
 
 
 def _unknown(
@@ -424,22 +511,38 @@ def _unknown(
     )
 
 
-def _unbuildable(
+def _build_methods(
     components: Components, methods: Sequence[tuple[str, dict[str, Any]]]
-) -> list[str]:
+) -> tuple[dict[str, Any], list[str]]:
     """Build each known method once with its options: bad values fail here, with the method's
-    own message, rather than once per experiment after the data loaded and models trained."""
+    own message, rather than once per experiment after the data loaded and models trained.
+
+    Returns:
+        (label -> built method, one problem per method that could not be built).
+    """
     known = set(components.known_names("method"))
+    built: dict[str, Any] = {}
     problems = []
     for name, options in methods:
         if name not in known:
             continue
         try:
-            components.create_method(name, **options)
+            built[_label(name, options)] = components.create_method(name, **options)
         except (ValueError, TypeError, KeyError) as err:
             detail = err.args[0] if isinstance(err, KeyError) and err.args else err
             problems.append(f"method {_label(name, options)}: {detail}")
-    return problems
+    return built, problems
+
+
+def _incompatible(
+    components: Components, models: Sequence[str], built: dict[str, Any]
+) -> list[str]:
+    """Methods that cannot run on some of the (known) models: a usage error naming the pair,
+    instead of the same failure once per experiment after the data loaded."""
+    from adaptable.experiments.runner import incompatible_pairs
+
+    known = set(components.known_names("model"))
+    return incompatible_pairs(components, [m for m in models if m in known], built)
 
 
 def _label(name: str, options: dict[str, Any]) -> str:
@@ -460,7 +563,7 @@ def _request(args: argparse.Namespace) -> Any:
     return Request(
         seeds=args.seeds, datasets=args.datasets, models=args.models, out=args.out,
         latex=args.latex, run=not args.no_run, progress=not args.no_progress,
-        several=args.table in ("all", "benchmark"),
+        several=args.table in ("all", "benchmark"), batch_size=args.batch_size,
     )  # fmt: skip
 
 
@@ -480,15 +583,19 @@ def _context_and_executor(args: argparse.Namespace, components: Components) -> t
 
 def cmd_run(args: argparse.Namespace, components: Components) -> int:
     """``adaptable run``: a sweep over the given grid, then a summary table."""
-    from adaptable.experiments.runner import run_sweep
+    from adaptable.experiments.runner import lookup_device, run_sweep
     from adaptable.experiments.spec import grid
     from adaptable.experiments.store import ResultStore
     from adaptable.experiments.tables import summary
 
-    specs = grid(args.datasets, args.scenarios, args.models, args.parsed_methods, args.seeds)
+    specs = grid(
+        args.datasets, args.scenarios, args.models, args.parsed_methods, args.seeds,
+        batch_size=args.batch_size,
+    )  # fmt: skip
     store = ResultStore(args.results)
-    print(f"{plan_line(specs, store)}; results store: {store.path}", flush=True)
     context, executor = _context_and_executor(args, components)
+    plan = plan_line(specs, store, device=lookup_device(context))
+    print(f"{plan}; results store: {store.path}", flush=True)
     try:
         result = run_sweep(
             specs, store, context=context, executor=executor, progress=not args.no_progress
@@ -509,7 +616,7 @@ def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:
 
     store = ResultStore(args.results)
     if args.no_run:
-        context, executor = RunContext(components=components), None
+        context, executor = RunContext(components=components, device=args.device), None
     else:
         context, executor = _context_and_executor(args, components)
     names = reproduce.table_names(args.table, args.roles)
@@ -530,6 +637,7 @@ def cmd_plot(args: argparse.Namespace, components: Components) -> int:
         figure_specs,
         make_figures,
     )
+    from adaptable.experiments.runner import lookup_device
     from adaptable.experiments.store import ResultStore
 
     figures = list(dict.fromkeys(args.figures)) or list(FIGURES)
@@ -540,32 +648,43 @@ def cmd_plot(args: argparse.Namespace, components: Components) -> int:
     )
     passes = len(combos) if set(CALIBRATION_FIGURES) & set(figures) else 0
     extra = (
-        f", plus {passes} calibration pass(es) over sampled test batches (not stored)"
+        f", plus {count(passes, 'calibration pass', 'calibration passes')} over sampled test "
+        "batches (not stored)"
         if passes
         else ""
     )
+    context, executor = _context_and_executor(args, components)
+    plan = plan_line(specs, store, device=lookup_device(context))
     print(
-        f"{len(figures)} figure(s) for {len(combos)} dataset / model / seed combination(s): "
-        f"{plan_line(specs, store)}{extra}; results store: {store.path}",
+        f"{count(len(figures), 'figure')} for "
+        f"{count(len(combos), 'dataset / model / seed combination')}: "
+        f"{plan}{extra}; results store: {store.path}",
         flush=True,
     )
-    context, executor = _context_and_executor(args, components)
     written: dict[str, str] = {}
     stored_before = set(store.completed())
-    try:
-        for dataset, model, seed in combos:
-            drawn = make_figures(
-                figures, dataset=dataset, model=model, seed=seed, out_dir=Path(args.out),
-                store=store, context=context, executor=executor, progress=not args.no_progress,
-                method=args.method,
-            )  # fmt: skip
-            written.update({f"{name} ({dataset}, {model}, {seed})": p for name, p in drawn.items()})
-    finally:
-        executor.close()
+    # warnings outside the experiments (the calibration pass, drawing) are reported as the
+    # experiments' are, after the figures, rather than printed raw as they happen
+    with collect_warnings() as caught:
+        try:
+            for dataset, model, seed in combos:
+                drawn = make_figures(
+                    figures, dataset=dataset, model=model, seed=seed, out_dir=Path(args.out),
+                    store=store, context=context, executor=executor,
+                    progress=not args.no_progress, method=args.method,
+                )  # fmt: skip
+                written.update(
+                    {f"{name} ({dataset}, {model}, {seed})": p for name, p in drawn.items()}
+                )
+        finally:
+            executor.close()
     wanted = {spec.key for spec in specs} - stored_before
     print_warnings(r for key, r in store.completed().items() if key in wanted)
+    for line in collected_lines(caught, "figures"):
+        print(line, file=sys.stderr)
+    width = max(map(len, written), default=0)  # names in one column, none cut
     for name, outcome in written.items():
-        print(f"{name:45s} {outcome}")
+        print(f"{name:{width}s}  {outcome}")
     return 0 if all(str(p).endswith(".png") for p in written.values()) else 1
 
 
@@ -626,21 +745,55 @@ def _main(argv: list[str] | None, components: Components | None) -> int:
         from adaptable import datasets
 
         group = None
-        for name, info in datasets.available(args.data_dir).items():
+        listed = datasets.available(args.data_dir)
+        width = max(map(len, listed), default=0)  # one column for every name, the longest too
+        for name, info in listed.items():
             if info.get("group") != group:  # the paper's tasks, then the generality cases
                 print(("" if group is None else "\n") + f"[{info.get('group')}]")
                 group = info.get("group")
             state = "present" if info["present"] else "absent"
-            print(f"{name:22s} {state}")
+            print(f"{name:{width}s}  {state}")
         return 0
     from adaptable.experiments.process import limit_threads
 
     limit_threads(args.threads)
     started = time.perf_counter()
     handler = {"run": cmd_run, "reproduce": cmd_reproduce, "plot": cmd_plot}[args.command]
-    code = handler(args, components)
+    stored_before = _stored_count(args.results)
+    try:
+        code = handler(args, components)
+    except KeyboardInterrupt:
+        # Every finished experiment is already in the store (appended one by one): say so in
+        # one line instead of a traceback through the sweep's internals.
+        print(_interrupted_line(args.results, stored_before), file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     print(f"wall time {time.perf_counter() - started:.1f} s")
     return code
+
+
+def _stored_count(path: str) -> int:
+    """How many finished experiments the results store at ``path`` holds (0 if none)."""
+    import warnings
+
+    from adaptable.experiments.store import ResultStore
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a bad line was reported when the sweep read it
+        try:
+            return len(ResultStore(path).completed())
+        except OSError:
+            return 0
+
+
+def _interrupted_line(path: str, stored_before: int) -> str:
+    """``interrupted: 3 experiments saved by this run (7 in the results store r.jsonl); ...``"""
+    stored = _stored_count(path)
+    saved = max(0, stored - stored_before)
+    return (
+        f"interrupted: {count(saved, 'experiment')} saved by this run ({stored} in the "
+        f"results store {path}); run the same command again to resume: saved experiments are "
+        "not run again"
+    )
 
 
 if __name__ == "__main__":

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -54,3 +60,48 @@ def test_tiny_sweep_on_local_ray(tmp_path: Path) -> None:
     finally:
         executor.close()
     assert not ray.is_initialized()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and process groups")
+def test_pool_workers_exit_when_their_parent_is_killed(tmp_path: Path) -> None:
+    """``kill -9`` of ``adaptable run --workers 2``: the workers (and with them the pool's
+    resource tracker) exit by themselves instead of living on with their memory."""
+    store = tmp_path / "r.jsonl"
+    code = (
+        "import sys\n"
+        "from adaptable import cli\n"
+        "from adaptable.experiments import testing\n"
+        "if __name__ == '__main__':\n"
+        "    sys.exit(cli.main(sys.argv[1:], components=testing.COMPONENTS))\n"
+    )
+    argv = [sys.executable, "-c", code, "run", "--datasets", "toy", "--models", "softmax",
+            "--methods", "source[delay=0.5]", "--seeds", "0", "1", "2", "3", "--results",
+            str(store), "--workers", "2", "--no-progress"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(testing.__file__).parents[2])}
+    process = subprocess.Popen(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while not (store.exists() and store.stat().st_size) and time.monotonic() < deadline:
+            assert process.poll() is None, "the run ended before it could be killed"
+            time.sleep(0.2)
+        assert len(_group_members(process.pid)) >= 3  # the parent and its two workers
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while _group_members(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _group_members(process.pid) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def _group_members(group: int) -> list[int]:
+    """The live (not zombie) processes of a process group, read from ps."""
+    listed = subprocess.run(
+        ["ps", "-o", "pid=,stat=", "-g", str(group)], capture_output=True, text=True, check=False
+    ).stdout.split("\n")
+    return [int(line.split()[0]) for line in listed if line.strip() and "Z" not in line.split()[1]]

@@ -36,7 +36,7 @@ def test_report_groups_failures_by_error_and_prints_new_warnings(
     report_sweep(result)
     out, err = capsys.readouterr()
     assert out.splitlines() == [
-        "1 experiments run, 1 reused from the store, 3 failed, in 1.2 s",
+        "1 experiment run, 1 reused from the store, 3 failed, in 1.2 s",
         "skipped dataset heloc: file absent",
         "failed c (and 1 more with the same error): ValueError: bad",
         "failed e: KeyError: x",

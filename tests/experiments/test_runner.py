@@ -399,3 +399,42 @@ def test_predict_stream_refuses_a_wrongly_shaped_prediction() -> None:
     fitted.method = OneColumn()
     with pytest.raises(ValueError, match="returned shape"):
         next(predict_stream(fitted, shifted_stream(fitted, "natural", CONTEXT)))
+
+
+def test_a_cuda_sweep_never_reuses_a_cpu_result(tmp_path: Path) -> None:
+    """The device is compared when the store is looked up; a record without one is a CPU
+    result; a model without a device (``device_bound`` false) counts on every device."""
+    import json
+
+    spec = ExperimentSpec("toy", "natural", "softmax", "source", 0)
+    record = run_experiment(spec, CONTEXT)
+    assert record["device_bound"] is False  # the toy model has no device
+    on_cpu = {**record, "device": "cpu", "device_bound": True}
+    older = {k: v for k, v in on_cpu.items() if k not in ("device", "device_bound")}
+    for stored in (on_cpu, older):
+        path = tmp_path / f"{len(stored)}.jsonl"
+        path.write_text(json.dumps(stored) + "\n")
+        cpu = run_sweep([spec], ResultStore(path), context=CONTEXT, progress=False)
+        assert cpu.reused == [spec.key] and cpu.ran == []  # auto is the CPU here
+        cuda_context = RunContext(components=testing.COMPONENTS, device="cuda")
+        cuda = run_sweep([spec], ResultStore(path), context=cuda_context, progress=False)
+        assert cuda.ran == [spec.key] and cuda.reused == []
+        # the new record has no device: it answers for any, so the next sweep reuses it
+        again = run_sweep([spec], ResultStore(path), context=cuda_context, progress=False)
+        assert again.reused == [spec.key]
+        # tables rebuilt with --no-run read whatever ran, unless a device is named
+        from adaptable.experiments.runner import stored_only
+
+        assert len(stored_only([spec], ResultStore(path), CONTEXT).records) == 1
+
+
+def test_a_failed_source_model_fails_its_experiments_without_retraining(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    specs = grid(["toy"], ["natural"], ["nomodel"], ["source", "prior"], [0])
+    result = run_sweep(specs, ResultStore(tmp_path / "r.jsonl"), context=CONTEXT, progress=False)
+    assert set(result.failures) == {s.key for s in specs}
+    assert set(result.failures.values()) == {
+        "source model failed: KeyError: \"toy model 'nomodel' unknown; use 'softmax'\""
+    }
+    assert capsys.readouterr().err == ""  # without a bar, the final report alone says it

@@ -9,16 +9,47 @@ both executors share one store format and one resume logic.
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
-from adaptable.experiments.process import limit_threads
+from adaptable.experiments.process import exit_with_parent, ignore_interrupts, limit_threads
+
+#: how long stopped workers get to exit before they are killed (seconds)
+_STOP_GRACE = 5.0
 
 
-def _init_worker(threads: int) -> None:
+def _init_worker(threads: int, parent: int | None = None) -> None:
     # Each worker gets its own small share of the cores instead of every worker using all.
     limit_threads(threads)
+    if parent is not None:
+        # Ctrl-C reaches every process of the terminal's group: the parent alone handles it
+        # (it stops the workers and says what was saved), not each worker with a traceback.
+        ignore_interrupts()
+        # A parent killed outright (kill -9) runs no cleanup: the workers notice it themselves.
+        exit_with_parent(parent)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End the pool's worker processes now (the sweep was interrupted or abandoned).
+
+    ``ProcessPoolExecutor`` has no public way to stop running calls before Python 3.14
+    (``terminate_workers``); its process table is read where it exists.
+    """
+    terminate = getattr(pool, "terminate_workers", None)
+    if callable(terminate):
+        terminate()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(_STOP_GRACE)
+        if process.is_alive():
+            process.kill()
+            process.join(_STOP_GRACE)
 
 
 class LocalExecutor:
@@ -28,8 +59,11 @@ class LocalExecutor:
         workers: number of processes; 1 runs in the calling process (no start-up cost, and the
             in-process model memo is shared by all experiments).
 
-    Deliberate difference from a plain ``ProcessPoolExecutor``: processes are *spawned*, not
-    forked, because forking a process that already holds torch's thread pool can deadlock.
+    Deliberate differences from a plain ``ProcessPoolExecutor``: processes are *spawned*, not
+    forked, because forking a process that already holds torch's thread pool can deadlock;
+    workers ignore Ctrl-C (the caller gets ``KeyboardInterrupt`` and the pool's workers are
+    stopped, not waited for); and each worker exits by itself when the calling process dies,
+    even by ``kill -9``.
     """
 
     def __init__(self, workers: int = 1) -> None:
@@ -56,8 +90,9 @@ class LocalExecutor:
             max_workers=min(self.workers, len(items)),
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_init_worker,
-            initargs=(threads,),
+            initargs=(threads, os.getpid()),
         )
+        finished_all = False
         try:
             # Keep at most two calls per worker queued, in request order, so that experiments
             # sharing a source model tend to land on the worker that already holds it.
@@ -74,8 +109,13 @@ class LocalExecutor:
                     item = pending.pop(future)
                     error = future.exception()
                     yield item, (error if error is not None else future.result())
+            finished_all = True
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            # Interrupted (Ctrl-C) or abandoned by the caller: the running calls' results
+            # would be thrown away, so the workers stop now instead of finishing them.
+            if not finished_all:
+                _stop_workers(pool)
+            pool.shutdown(wait=finished_all, cancel_futures=True)
 
     def close(self) -> None:
         """Nothing to release (pools live only for one ``map_unordered`` call)."""

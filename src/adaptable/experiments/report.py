@@ -18,15 +18,27 @@ from contextlib import contextmanager
 from typing import Any
 
 
-def plan_line(specs: Sequence[Any], store: Any, run: bool = True) -> str:
+def count(number: int, noun: str, plural: str | None = None) -> str:
+    """``number`` and ``noun``, plural unless it is one: ``count(1, "experiment")`` ->
+    ``"1 experiment"``, ``count(0, "experiment")`` -> ``"0 experiments"``.
+
+    >>> count(2, "pass", "passes")
+    '2 passes'
+    """
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
+def plan_line(specs: Sequence[Any], store: Any, run: bool = True, device: str | None = None) -> str:
     """``"12 experiments (4 already in the results store, 8 to run)"`` (``run=False``: what
-    ``--no-run`` finds in the store)."""
-    stored = store.completed()
+    ``--no-run`` finds in the store; ``device``: count only the results that ran there)."""
+    stored = store.completed() if device is None else store.completed(device=device)
     reused = sum(s.key in stored for s in specs)
     if not run:
-        return f"{len(specs)} experiments ({reused} in the results store; --no-run runs none)"
+        return (
+            f"{count(len(specs), 'experiment')} ({reused} in the results store; --no-run runs none)"
+        )
     return (
-        f"{len(specs)} experiments ({reused} already in the results store, "
+        f"{count(len(specs), 'experiment')} ({reused} already in the results store, "
         f"{len(specs) - reused} to run)"
     )
 
@@ -35,8 +47,8 @@ def report_sweep(result: Any) -> None:
     """Print a sweep's counts, skipped datasets and failures (one line per distinct error) on
     stdout, then the warnings of the experiments it ran on stderr."""
     print(
-        f"{len(result.ran)} experiments run, {len(result.reused)} reused from the store, "
-        f"{len(result.failures)} failed, in {result.seconds:.1f} s"
+        f"{count(len(result.ran), 'experiment')} run, {len(result.reused)} reused from the "
+        f"store, {len(result.failures)} failed, in {result.seconds:.1f} s"
     )
     for name, reason in result.skipped.items():
         print(f"skipped dataset {name}: {reason}")
@@ -85,6 +97,52 @@ def warning_lines(records: Iterable[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+# Set while collect_warnings() gathers the warnings shown outside experiments, so that a
+# progress bar opened inside hands them over instead of printing them.
+_COLLECTOR: list[tuple[str, str]] | None = None
+
+
+@contextmanager
+def collect_warnings() -> Iterator[list[tuple[str, str]]]:
+    """Gather the warnings shown inside (``(category, message)`` pairs, in order, under the
+    filters in force) instead of printing them with their file and line; print them with
+    :func:`collected_lines` afterwards, as a sweep's own are (progress bars opened inside hand
+    them over too).
+
+    >>> import warnings
+    >>> with collect_warnings() as caught:
+    ...     warnings.warn("odd", UserWarning)
+    >>> collected_lines(caught, "drawing")
+    ['warning (drawing): UserWarning: odd']
+    """
+    global _COLLECTOR
+    caught: list[tuple[str, str]] = []
+    previous_collector = _COLLECTOR
+
+    def keep(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+        caught.append((category.__name__, str(message)))
+
+    with warnings.catch_warnings():
+        warnings.showwarning = keep
+        _COLLECTOR = caught
+        try:
+            yield caught
+        finally:
+            _COLLECTOR = previous_collector
+
+
+def collected_lines(caught: Iterable[tuple[str, str]], where: str) -> list[str]:
+    """One line per distinct collected warning, as :func:`warning_lines` words a sweep's:
+    ``warning (WHERE): Category: message`` (``(3 times)`` at the end when repeated)."""
+    counts: dict[tuple[str, str], int] = {}
+    for item in caught:
+        counts[item] = counts.get(item, 0) + 1
+    return [
+        f"warning ({where}): {category}: {message}" + (f" ({n} times)" if n > 1 else "")
+        for (category, message), n in counts.items()
+    ]
+
+
 @contextmanager
 def progress_bar(total: int, enabled: bool, description: str, unit: str) -> Iterator[Any]:
     """A tqdm bar on stderr, or a silent one when disabled or when there is nothing to do.
@@ -105,8 +163,13 @@ def progress_bar(total: int, enabled: bool, description: str, unit: str) -> Iter
         return
     previous = warnings.showwarning
 
+    collector = _COLLECTOR
+
     def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
              line: str | None = None) -> None:  # fmt: skip
+        if collector is not None:  # collect_warnings() reports them afterwards
+            collector.append((category.__name__, str(message)))
+            return
         text = warnings.formatwarning(message, category, filename, lineno, line)
         tqdm.write(text.rstrip("\n"), file=sys.stderr)
 

@@ -14,6 +14,7 @@ a benchmark role ``<role>_summary.csv``, ``<role>_gains.png``, ``<role>_risk.png
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ import adaptable.experiments.benchmark as benchmark
 import adaptable.experiments.paper as paper
 from adaptable.datasets.benchmark_cases import ROLES, SEALED_ROLES
 from adaptable.experiments.report import plan_line, report_sweep
+from adaptable.experiments.spec import BATCH_SIZE, ExperimentSpec
 from adaptable.experiments.table_def import TableDef
 
 #: every table ``adaptable reproduce TABLE`` takes: the paper's, then each benchmark role's
@@ -49,6 +51,9 @@ class Request:
         progress: show progress bars.
         several: the request names several tables (``all``, ``benchmark``): a table without
             the requested datasets or models is skipped instead of an error.
+        batch_size: rows per test batch. Another size than the paper's
+            (:data:`~adaptable.experiments.spec.BATCH_SIZE`) runs experiments of their own
+            and writes ``<table>_batch<N>.*``, leaving the paper-size files as they are.
     """
 
     seeds: Sequence[int]
@@ -59,6 +64,12 @@ class Request:
     run: bool = True
     progress: bool = True
     several: bool = False
+    batch_size: int = BATCH_SIZE
+
+    @property
+    def suffix(self) -> str:
+        """What output file names get after the table's name: ``""``, or ``"_batch<N>"``."""
+        return "" if self.batch_size == BATCH_SIZE else f"_batch{self.batch_size}"
 
 
 def table_names(table: str, roles: Sequence[str] | None = None) -> list[str]:
@@ -81,12 +92,23 @@ def request_problems(table: str, request: Request, roles: Sequence[str] | None =
     if problems:
         return problems
     names = table_names(table, roles)
+    single = len(names) == 1 and not request.several
     for name in names:
         try:
             table_specs(TABLES[name], request.seeds, request.datasets, request.models)
         except ValueError as err:
-            if len(names) == 1 and not request.several:
+            if single:
                 problems.append(str(err))
+    if single and request.datasets and not TABLES[names[0]].cases:
+        # a paper table over other datasets would overwrite <table>.md with columns the
+        # paper has no numbers for (a benchmark role's table_specs refuses them itself)
+        held = TABLES[names[0]].datasets
+        absent = [d for d in dict.fromkeys(request.datasets) if d not in set(held)]
+        if absent:
+            problems.append(
+                f"Table {names[0]!r} does not hold dataset(s) {absent}; its datasets are "
+                f"{list(held)} (adaptable run takes any dataset)"
+            )
     if request.several and request.datasets:
         held = {d for name in names for d in TABLES[name].datasets}
         if not held & set(request.datasets):
@@ -94,11 +116,30 @@ def request_problems(table: str, request: Request, roles: Sequence[str] | None =
     return problems
 
 
+class NothingStored(Exception):
+    """``--no-run`` found none of a table's experiments in the results store."""
+
+
+def _at_batch_size(
+    specs: list[ExperimentSpec], batch_size: int
+) -> tuple[list[ExperimentSpec], dict[str, str]]:
+    """The table's experiments at ``batch_size``, and each one's key -> the key the table
+    reads (the paper-size experiment's, which the table's cells are defined by)."""
+    if batch_size == BATCH_SIZE:
+        return specs, {}
+    resized = [dataclasses.replace(s, batch_size=batch_size) for s in specs]
+    return resized, {new.key: old.key for new, old in zip(resized, specs, strict=True)}
+
+
 def _collect(
     name: str, request: Request, store: Any, context: Any, executor: Any
 ) -> tuple[pd.DataFrame, Any] | None:
     """Run (or read) one table's experiments: its frame and the sweep result, or ``None`` when
-    the table is skipped (a line says why)."""
+    the table is skipped (a line says why).
+
+    Raises:
+        NothingStored: ``--no-run`` and the store holds none of the table's experiments.
+    """
     from adaptable.experiments.runner import run_sweep, stored_only
     from adaptable.experiments.tables import compare, table_specs
 
@@ -114,7 +155,10 @@ def _collect(
     except ValueError as err:  # several tables with --models: those without the models
         print(f"[{name}] skipped: {err}")
         return None
-    plan = plan_line(specs, store, run=request.run)
+    from adaptable.experiments.runner import lookup_device
+
+    specs, table_keys = _at_batch_size(specs, request.batch_size)
+    plan = plan_line(specs, store, run=request.run, device=lookup_device(context, request.run))
     print(f"[{name}] {plan}; results store: {store.path}", flush=True)
     if request.run:
         result = run_sweep(
@@ -122,13 +166,20 @@ def _collect(
         )
     else:
         result = stored_only(specs, store, context, check_data=False)
+        if not result.records:
+            raise NothingStored(
+                f"[{name}] nothing to write: the results store {store.path} holds none of "
+                f"its {len(specs)} experiments; run it without --no-run first"
+            )
         found = {r["spec"]["dataset"] for r in result.records}
         result.skipped = {
             d: "no results for this table in the results store" for d in datasets if d not in found
         }
     report_sweep(result)
     present = [d for d in datasets if d not in result.skipped]
-    return compare(table, result.records, request.seeds, present), result
+    # the table's cells name the paper-size experiments: other sizes stand in under their keys
+    records = [{**r, "key": table_keys.get(r["key"], r["key"])} for r in result.records]
+    return compare(table, records, request.seeds, present), result
 
 
 def _figures(frame: pd.DataFrame, table: TableDef, out: str | Path) -> list[Path]:
@@ -148,12 +199,20 @@ def reproduce_tables(
     from adaptable.experiments.tables import write_table
 
     status = 0
+    written = 0
+    nothing_stored = False  # --no-run found none of a table's experiments
     for name in names:
-        collected = _collect(name, request, store, context, executor)
+        try:
+            collected = _collect(name, request, store, context, executor)
+        except NothingStored as err:
+            print(err)
+            nothing_stored = True
+            continue
         if collected is None:
             continue
         frame, result = collected
-        table = TABLES[name]
+        table = _named(TABLES[name], request)
+        written += 1
         paths = write_table(
             frame, table, request.out, skipped=result.skipped, failures=result.failures,
             seeds=request.seeds, latex=request.latex,
@@ -162,7 +221,12 @@ def reproduce_tables(
         print(paths[0].read_text())
         print("wrote " + ", ".join(str(p) for p in paths))
         status = status or (1 if result.failures else 0)
-    return status
+    return 1 if nothing_stored and not written else status
+
+
+def _named(table: TableDef, request: Request) -> TableDef:
+    """The table under the name its files get (``main_batch128`` at another batch size)."""
+    return dataclasses.replace(table, name=table.name + request.suffix) if request.suffix else table
 
 
 def reproduce_benchmark(
@@ -181,12 +245,18 @@ def reproduce_benchmark(
     sections: list[str] = []
     paths: list[Path] = []
     status = 0
+    nothing_stored = False  # --no-run found none of a role's experiments
     for role in roles:
-        collected = _collect(role, request, store, context, executor)
+        try:
+            collected = _collect(role, request, store, context, executor)
+        except NothingStored as err:
+            print(err)
+            nothing_stored = True
+            continue
         if collected is None:
             continue
         frame, result = collected
-        table = TABLES[role]
+        table = _named(TABLES[role], request)
         summaries[role] = summarize(frame, table)
         frames[role] = frame.assign(
             skipped_reason=frame["dataset"].map(lambda d, s=result.skipped: s.get(d, ""))
@@ -200,7 +270,7 @@ def reproduce_benchmark(
         status = status or (1 if result.failures else 0)
     if not frames:
         print("[benchmark] nothing to write: every role was skipped")
-        return status
+        return 1 if nothing_stored else status
     out = Path(request.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = [
@@ -213,7 +283,8 @@ def reproduce_benchmark(
         markdown_grid(["role", "what it was used for", "cases"], rows),
         "",
     ]
-    written = [out / "benchmark.md", out / "benchmark.csv", out / "benchmark_summary.csv"]
+    stem = "benchmark" + request.suffix
+    written = [out / f"{stem}.md", out / f"{stem}.csv", out / f"{stem}_summary.csv"]
     written[0].write_text("\n".join(head) + "\n" + "\n".join(sections))
     benchmark.combine(frames).to_csv(written[1], index=False, float_format="%.4f")
     benchmark.combine(summaries).to_csv(written[2], index=False, float_format="%.4f")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import difflib
 import os
 import platform
 import sys
@@ -29,7 +30,12 @@ import numpy as np
 
 import adaptable.experiments.metrics as _metrics
 from adaptable.experiments.executors import LocalExecutor
-from adaptable.experiments.process import limit_threads, seed_everything, seed_method
+from adaptable.experiments.process import (
+    limit_threads,
+    resolved_device,
+    seed_everything,
+    seed_method,
+)
 from adaptable.experiments.report import progress_bar, say
 from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import ResultStore
@@ -61,6 +67,9 @@ def _dataset_status(name: str, data_dir: str | None) -> str | None:
 # Set while the sweep trains source models in this process with a progress bar on screen, so
 # that training shows its own per-epoch bar (model, dataset, seed) underneath.
 _SHOW_TRAINING = False
+# Likewise for the experiments: each shows a bar over its test batches (a slow method, TTT++
+# say, otherwise leaves the experiments' bar still for minutes).
+_SHOW_BATCHES = False
 
 
 def _train_model(
@@ -106,6 +115,12 @@ def _known_names(kind: str) -> list[str]:
     raise ValueError(f"kind must be dataset, model, method or scenario; got {kind!r}")
 
 
+def _is_torch_model(name: str) -> bool:
+    from adaptable.models import BACKBONES
+
+    return name in BACKBONES
+
+
 @dataclass(frozen=True)
 class Components:
     """Where the runner gets its pieces. Every field must be a module-level function (so that
@@ -120,6 +135,8 @@ class Components:
         apply_shift: ``(name, dataset, seed) -> Stream`` with ``batches(batch_size)``.
         known_names: ``(kind) -> names`` for kind ``dataset``, ``model``, ``method`` or
             ``scenario``: what the other providers accept (checked before any work starts).
+        is_torch_model: ``(model name) -> bool``: whether that source model is a torch
+            module, which the methods of :func:`torch_only_reason` need.
     """
 
     load_dataset: Callable[[str, str | None], Any] = _load_dataset
@@ -128,18 +145,89 @@ class Components:
     create_method: Callable[..., Any] = _create_method
     apply_shift: Callable[[str, Any, int], Any] = _apply_shift
     known_names: Callable[[str], list[str]] = _known_names
+    is_torch_model: Callable[[str], bool] = _is_torch_model
+
+
+#: methods that read a source model's penultimate features (LAME's affinity between rows)
+_FEATURE_METHODS = ("lame",)
+
+
+def torch_only_reason(method: Any) -> str | None:
+    """Why a built method runs on torch source models only (it updates the model's parameters,
+    or reads its penultimate features), or ``None`` when it runs on any model."""
+    if getattr(method, "updates_parameters", False):
+        return "updates the source model's parameters"
+    if getattr(method, "name", None) in _FEATURE_METHODS:
+        return "reads the source model's penultimate features"
+    return None
+
+
+def incompatible_pairs(
+    components: Components, models: Iterable[str], methods: Mapping[str, Any]
+) -> list[str]:
+    """One message per method that cannot run on some of ``models``, found before any work.
+
+    Args:
+        components: the providers (``is_torch_model`` says which models are torch modules).
+        models: source model names.
+        methods: label (``ftat[lr=0.1]``) -> the method built with its options.
+
+    Returns:
+        e.g. ``["method 'tent' cannot run on model(s) catboost: it updates the source model's
+        parameters, which needs a torch model (mlp, resnet, ...)"]``.
+    """
+    models = list(dict.fromkeys(models))
+    problems = []
+    for label, method in methods.items():
+        reason = torch_only_reason(method)
+        if reason is None:
+            continue
+        other = [m for m in models if not components.is_torch_model(m)]
+        if not other:
+            continue
+        torch_models = [m for m in components.known_names("model") if components.is_torch_model(m)]
+        hint = " (or ftat[ensemble=false], which runs on any model)" if label == "ftat" else ""
+        problems.append(
+            f"method {label!r} cannot run on model(s) {', '.join(other)}: it {reason}, which "
+            f"needs a torch model ({', '.join(torch_models) or 'none known'}){hint}"
+        )
+    return problems
+
+
+#: up to this many valid names are listed after an unknown one; longer lists are in --help
+_LISTED_NAMES = 12
 
 
 def unknown_names(components: Components, **names: Iterable[str]) -> list[str]:
-    """One message per name the providers do not know, e.g. ``unknown_names(c, model=["mlpp"])``
-    -> ``["unknown model 'mlpp'; choose from mlp, resnet, ..."]`` (each name reported once)."""
+    """One message per name the providers do not know (each name reported once), with the
+    closest valid names, e.g. ``unknown_names(c, model=["mlpp"])`` -> ``["unknown model 'mlpp';
+    did you mean mlp?"]``. Without a close one, a short list of valid names is given whole; a
+    long one (the datasets) is left to ``--help``."""
     problems = []
     for kind, wanted in names.items():
         known = components.known_names(kind)
         for name in dict.fromkeys(wanted):
-            if name not in known:
-                problems.append(f"unknown {kind} {name!r}; choose from {', '.join(known)}")
+            if name in known:
+                continue
+            close = difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.6)
+            if close:
+                hint = f"did you mean {' or '.join(close)}?"
+            elif len(known) <= _LISTED_NAMES:
+                hint = f"choose from {', '.join(known)}"
+            else:
+                hint = f"--help lists the {len(known)} valid {kind} names"
+            problems.append(f"unknown {kind} {name!r}; {hint}")
     return problems
+
+
+def fold_case(components: Components, kind: str, name: str) -> str:
+    """The valid ``kind`` name that ``name`` spells in another case (``HELOC`` -> ``heloc``),
+    else ``name`` unchanged (a name valid as given, or unknown in every case)."""
+    known = components.known_names(kind)
+    if name in known:
+        return name
+    folded = [k for k in known if k.casefold() == name.casefold()]
+    return folded[0] if len(folded) == 1 else name
 
 
 @dataclass(frozen=True)
@@ -164,6 +252,15 @@ class RunContext:
     def __post_init__(self) -> None:
         if self.device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}")
+
+
+def lookup_device(context: RunContext, run: bool = True) -> str | None:
+    """The device whose stored results count for ``context``: where a sweep would run
+    (``run``; ``"auto"`` resolved here), or for reading alone, the named device, ``None``
+    (any) for ``"auto"``, so that tables rebuild from a store written on any machine."""
+    if run:
+        return resolved_device(context.device)
+    return None if context.device == "auto" else context.device
 
 
 # Per-process memo: a worker that runs several methods on one source model trains/loads it once.
@@ -412,6 +509,22 @@ def predict_stream(
         yield BatchOutcome(X_batch, y_batch, proba, seconds)
 
 
+def _batch_progress(batches: Iterator[BatchOutcome], stream: Any, spec: ExperimentSpec) -> Any:
+    """``batches``, under a bar of their own (cleared when done) while a sweep in this process
+    shows its bars; else unchanged."""
+    if not _SHOW_BATCHES:
+        return batches
+    from tqdm.auto import tqdm
+
+    try:
+        total: int | None = -(-len(stream) // spec.batch_size)
+    except TypeError:  # a stream without a length
+        total = None
+    description = f"{spec.dataset} {spec.model} {spec.label} seed {spec.seed}"
+    return tqdm(batches, total=total, desc=description, unit="batch", leave=False,
+                dynamic_ncols=True)  # fmt: skip
+
+
 def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[str, Any]:
     context = context or RunContext()
     started = time.perf_counter()
@@ -425,7 +538,7 @@ def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[st
         k: [] for k in ("size", "true", "predicted", "pseudo", "estimate", "temperature")
     }
     adapt_seconds = 0.0
-    for batch in predict_stream(fitted, stream):
+    for batch in _batch_progress(predict_stream(fitted, stream), stream, spec):
         y_batch, proba = batch.y, batch.proba
         adapt_seconds += batch.seconds
         labels.append(y_batch)
@@ -471,6 +584,8 @@ def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[st
         "software": _versions(),
         # where the source model ran (deep models on CUDA when asked); timings depend on it
         "device": str(getattr(model, "device", "cpu")),
+        # false for models without a device (GBDTs): their result is the same on any device
+        "device_bound": hasattr(model, "device"),
         "finished_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "host": platform.node(),
         "pid": os.getpid(),
@@ -534,6 +649,12 @@ def run_sweep(
     when everything is reused. Finished records are appended to ``store`` one by one as they
     arrive, so a sweep killed at any point loses only the experiments that were still running.
 
+    A stored record is reused only where it ran on the device this sweep runs on
+    (:func:`lookup_device`; a record without a device is a CPU result, one whose model has no
+    device counts everywhere). Only datasets with experiments left to run must have their raw
+    files. An experiment whose source model failed to train is a failure with that error,
+    without a second attempt.
+
     Args:
         specs: the experiments (duplicates are run once).
         store: the results store.
@@ -553,35 +674,51 @@ def run_sweep(
     unique: dict[str, ExperimentSpec] = {}
     for spec in specs:
         unique.setdefault(spec.key, spec)
-    for name in dict.fromkeys(s.dataset for s in unique.values()):
+    # a result counts as done only where it ran on the device this sweep runs on
+    done = store.completed(device=lookup_device(context))
+    # only a dataset with experiments left to run needs its raw files
+    for name in dict.fromkeys(s.dataset for s in unique.values() if s.key not in done):
         reason = context.components.dataset_status(name, context.data_dir)
         if reason is not None:
             result.skipped[name] = reason
     wanted = [s for s in unique.values() if s.dataset not in result.skipped]
-
-    done = store.completed()
     todo = [s for s in wanted if s.key not in done]
     result.reused = [s.key for s in wanted if s.key in done]
 
-    _prepare_sources(list(dict.fromkeys(s.source_key for s in todo)), context, executor, progress)
+    sources = list(dict.fromkeys(s.source_key for s in todo))
+    broken = _prepare_sources(sources, context, executor, progress)
+    # an experiment whose source model failed fails with it, without training it again
+    for spec in todo:
+        if spec.source_key in broken:
+            result.failures[spec.key] = f"source model failed: {broken[spec.source_key]}"
+    todo = [s for s in todo if s.source_key not in broken]
     reported: set[str] = set()
+    global _SHOW_BATCHES
+    here = isinstance(executor, LocalExecutor) and (executor.workers == 1 or len(todo) <= 1)
     with progress_bar(len(todo), progress, "experiments", "exp") as bar:
-        for spec, outcome in executor.map_unordered(_run_task, todo, context):
-            if isinstance(outcome, BaseException):
-                outcome = {"failed": True, "key": spec.key, "error": repr(outcome)}
-            if outcome.get("failed"):
-                result.failures[spec.key] = outcome["error"]
-                if outcome["error"] not in reported:  # one line per distinct error
-                    reported.add(outcome["error"])
-                    say(bar, f"FAILED {spec.key}: {outcome['error']}")
-            else:
-                store.append(outcome)
-                done[spec.key] = outcome
-                result.ran.append(spec.key)
-                if on_record is not None:
-                    on_record(outcome)
-            bar.set_postfix_str(spec.label[:30], refresh=False)
-            bar.update(1)
+        _SHOW_BATCHES = here and not bar.disable
+        try:
+            for spec, outcome in executor.map_unordered(_run_task, todo, context):
+                if isinstance(outcome, BaseException):
+                    outcome = {"failed": True, "key": spec.key, "error": repr(outcome)}
+                if outcome.get("failed"):
+                    result.failures[spec.key] = outcome["error"]
+                    # Above the bar, once per distinct error, while the sweep goes on; the
+                    # final report lists them all (without a bar it alone does: once each).
+                    if not bar.disable and outcome["error"] not in reported:
+                        reported.add(outcome["error"])
+                        say(bar, f"FAILED {spec.key}: {outcome['error']}")
+                else:
+                    store.append(outcome)
+                    done[spec.key] = outcome
+                    result.ran.append(spec.key)
+                    if on_record is not None:
+                        on_record(outcome)
+                # the whole name (a cut one may read as another method)
+                bar.set_postfix_str(f"{spec.dataset} {spec.model} {spec.label}", refresh=False)
+                bar.update(1)
+        finally:
+            _SHOW_BATCHES = False
     result.records = [done[s.key] for s in wanted if s.key in done]
     result.seconds = time.perf_counter() - started
     return result
@@ -589,16 +726,17 @@ def run_sweep(
 
 def _prepare_sources(
     sources: list[tuple[str, str, int]], context: RunContext, executor: Any, progress: bool
-) -> None:
+) -> dict[tuple[str, str, int], str]:
     """Train (or load) every source model before the experiments start.
 
     In this process the bar names each model as it trains; with several workers they train in
     parallel, so that two workers never train the same model at once (experiments then load
-    them from the cache). A failure is reported here and again by each experiment that needs
-    the model.
+    them from the cache). Returns the models that failed: source key -> error (the sweep's
+    report lists them, once per distinct error, with the experiments that needed them).
     """
+    broken: dict[tuple[str, str, int], str] = {}
     if not sources:
-        return
+        return broken
     global _SHOW_TRAINING
     here = isinstance(executor, LocalExecutor) and (executor.workers == 1 or len(sources) == 1)
     with progress_bar(len(sources), progress, "source models", "model") as bar:
@@ -608,22 +746,20 @@ def _prepare_sources(
             )
             for source, outcome in executor.map_unordered(prepare_source, sources, context):
                 if isinstance(outcome, BaseException):
-                    say(bar, f"source model {source} failed: {outcome}")
+                    broken[source] = f"{type(outcome).__name__}: {outcome}"
                 bar.update(1)
-            return
+            return broken
         for dataset, model, seed in sources:
             bar.set_description(f"training or loading {model} on {dataset} (seed {seed})")
             _SHOW_TRAINING = progress
             try:
                 prepare_source((dataset, model, seed), context)
-            except Exception as err:  # noqa: BLE001 - the experiments report it again, per key
-                say(
-                    bar,
-                    f"source model {(dataset, model, seed)} failed: {type(err).__name__}: {err}",
-                )
+            except Exception as err:  # noqa: BLE001 - reported with the experiments it fails
+                broken[(dataset, model, seed)] = f"{type(err).__name__}: {err}"
             finally:
                 _SHOW_TRAINING = False
             bar.update(1)
+    return broken
 
 
 def stored_only(
@@ -643,12 +779,13 @@ def stored_only(
     """
     context = context or RunContext()
     result = SweepResult()
+    device = lookup_device(context, run=False)
     if check_data:
         for name in dict.fromkeys(s.dataset for s in specs):
             reason = context.components.dataset_status(name, context.data_dir)
             if reason is not None:
                 result.skipped[name] = reason
-    done = store.completed()
+    done = store.completed(device=device)
     wanted = [
         s for s in dict((s.key, s) for s in specs).values() if s.dataset not in result.skipped
     ]

@@ -140,9 +140,19 @@ class ResultStore:
                 continue
             yield record
 
-    def completed(self) -> dict[str, dict[str, Any]]:
-        """Valid records by key; when a key occurs twice the later line wins."""
-        return {record["key"]: record for record in self.records()}
+    def completed(self, device: str | None = None) -> dict[str, dict[str, Any]]:
+        """Valid records by key; when a key occurs twice the later line wins.
+
+        Args:
+            device: ``"cpu"`` or ``"cuda"``: only the records that answer for a run on that
+                device (:func:`ran_on`), so that a sweep on CUDA never reuses a CPU result;
+                ``None``: every record.
+        """
+        return {
+            record["key"]: record
+            for record in self.records()
+            if device is None or ran_on(record, device)
+        }
 
     def append(self, record: dict[str, Any]) -> None:
         """Append one record as one line, durably.
@@ -169,6 +179,29 @@ class ResultStore:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+
+def record_device(record: Mapping[str, Any]) -> str:
+    """Where a record's source model ran: ``"cpu"`` or ``"cuda"`` (``"cuda:1"`` counts as
+    ``"cuda"``); a record written before devices were recorded ran on the CPU.
+
+    >>> record_device({"device": "cuda:0"}), record_device({})
+    ('cuda', 'cpu')
+    """
+    return str(record.get("device") or "cpu").split(":", 1)[0]
+
+
+def ran_on(record: Mapping[str, Any], device: str) -> bool:
+    """Whether ``record`` answers for a run on ``device`` (``"cpu"`` or ``"cuda"``): its source
+    model ran there, or it has no device at all (``device_bound`` false: a GBDT or a plain
+    function gives the same result wherever it is asked to run).
+
+    >>> ran_on({"device": "cpu"}, "cuda"), ran_on({"device": "cpu", "device_bound": False}, "cuda")
+    (False, True)
+    """
+    if record.get("device_bound", True) is False:
+        return True
+    return record_device(record) == device
 
 
 def check_results_path(

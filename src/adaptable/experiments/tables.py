@@ -212,7 +212,7 @@ def to_markdown(
         return cases_markdown(frame, table, skipped=skipped, failures=failures, seeds=seeds)
     parts = [f"## {table.title}", ""]
     if seeds:
-        parts += [f"Ours: mean ± standard error over seeds {', '.join(map(str, seeds))}.", ""]
+        parts += [f"Ours: mean ± standard error over {_seed_words(seeds)}.", ""]
     for metric in table.metrics:
         subset = frame[frame["metric"] == metric]
         if subset.empty:
@@ -358,7 +358,7 @@ def cases_markdown(
     parts = [f"## {table.title}", ""]
     if seeds:
         parts += [
-            f"Mean over seeds {', '.join(map(str, seeds))} per case; a case is one (dataset, "
+            f"Mean over {_seed_words(seeds)} per case; a case is one (dataset, "
             f"shift, source model). Δ: method minus {spec.reference}, in points, between the "
             f"per-case means. Bar: max({spec.reference}, {spec.simple_rule}).",
             "",
@@ -491,3 +491,8 @@ def summary(records: Iterable[Mapping[str, Any]]) -> str:
             )
         rows.append([dataset, scenario, model, label, str(len(found)), *cells])
     return markdown_grid(header, rows)
+
+
+def _seed_words(seeds: Sequence[int]) -> str:
+    """``"seed 0"``, ``"seeds 0, 1, 2"``."""
+    return f"seed{'s' * (len(seeds) != 1)} {', '.join(map(str, seeds))}"
