@@ -108,6 +108,8 @@ class PlattCalibrator:
     needs_shift_trend: ClassVar[bool] = False
     needs_labels: ClassVar[bool] = False
     is_softmax: ClassVar[bool] = False
+    #: a logistic regression can give no probability to a class it was fitted without
+    needs_every_class: ClassVar[bool] = True
 
     def __init__(self, coef: np.ndarray | None = None, intercept: np.ndarray | None = None):
         self.coef = coef
@@ -364,7 +366,24 @@ def fit_calibrator(name: str, context: FitContext, params: Mapping[str, Any]) ->
     ablation calibrator on the held-out rows (validation where given)."""
     if name == GraphCalibrator.name:
         return GraphCalibrator.fit_source(context, params)
-    return ABLATION_CALIBRATORS[name]().fit(*context.held_out)
+    calibrator = ABLATION_CALIBRATORS[name]
+    logits, labels = context.held_out
+    if getattr(calibrator, "needs_every_class", False):
+        _check_every_class(labels, context.n_classes, name, context.has_validation)
+    return calibrator().fit(logits, labels)
+
+
+def _check_every_class(labels: np.ndarray, n_classes: int, name: str, validation: bool) -> None:
+    """Refuse held-out labels that lack a class, naming the argument they came from."""
+    absent = sorted(set(range(n_classes)) - set(np.unique(labels).tolist()))
+    if absent:
+        what = "y_valid (the validation labels)" if validation else "y_source (no y_valid given)"
+        raise ValueError(
+            f"AdapTable: calibrator={name!r} is fitted on {what}, which holds "
+            f"{n_classes - len(absent)} of the {n_classes} classes (class column(s) {absent} "
+            f"absent); it needs rows of every class there. Give {what.split()[0]} rows of "
+            "every class, or choose calibrator='temperature' or 'isotonic'."
+        )
 
 
 def calibrator_state(calibrator: Any) -> PartState:
