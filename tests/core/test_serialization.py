@@ -64,6 +64,14 @@ def _set_meta(key: str, value) -> Callable[[dict, dict], None]:
     return edit
 
 
+def _swap_first_two(key: str) -> Callable[[dict, dict], None]:
+    def edit(tensors: dict, meta: dict) -> None:
+        tensors[key] = tensors[key].copy()
+        tensors[key][[0, 1]] = tensors[key][[1, 0]]
+
+    return edit
+
+
 def _set_param(key: str, value) -> Callable[[dict, dict], None]:
     return lambda tensors, meta: meta["params"].__setitem__(key, value)
 
@@ -78,7 +86,8 @@ def _set_param(key: str, value) -> Callable[[dict, dict], None]:
         # missing or wrong-shape numeric_mean (used to become zeros)
         ("gnn", _drop("numeric_mean"), "numeric_mean"),
         ("gnn", _set_tensor("numeric_mean", [0.0, 0.0]), "numeric_mean"),
-        ("gnn", _set_tensor("category_mean", np.zeros(7) + 0.5), "calibrator.category_mean"),
+        ("gnn", _set_tensor("category_mean", np.zeros(7) + 0.5), "category_mean"),
+        ("gnn", _swap_first_two("category_mean"), "calibrator.category_mean"),  # not g_phi's
         # metadata that disagrees with params
         ("gnn", _set_meta("calibrator", "none"), "calibrator"),
         ("gnn", _set_param("batch_size", 32), "calibrator.gcn.weight"),

@@ -277,10 +277,16 @@ class IsotonicCalibrator:
         for j in range(count):
             kx = _checked(arrays, f"knots_x.{j}", None, cls.name)
             ky = _checked(arrays, f"knots_y.{j}", kx.shape, cls.name)
-            if kx.ndim != 1 or np.any(np.diff(kx) < 0) or np.any((ky < 0) | (ky > 1)):
+            # x: probabilities in increasing order; y: the fitted non-decreasing function
+            if (
+                kx.ndim != 1
+                or np.any(np.diff(kx) < 0)
+                or np.any(np.diff(ky) < 0)
+                or np.any((kx < 0) | (kx > 1) | (ky < 0) | (ky > 1))
+            ):
                 raise ValueError(
-                    f"Calibrator {cls.name!r}: knots {j} must be increasing x values with y in "
-                    "[0, 1]."
+                    f"Calibrator {cls.name!r}: knots {j} must be increasing x values in [0, 1] "
+                    "with non-decreasing y in [0, 1]."
                 )
             knots_x.append(kx)
             knots_y.append(ky)
@@ -344,8 +350,12 @@ def _check_names(arrays: dict[str, np.ndarray], expected: set[str], name: str) -
 def _checked(
     arrays: dict[str, np.ndarray], key: str, shape: tuple[int, ...] | None, name: str
 ) -> np.ndarray:
-    """``arrays[key]`` as float64, of ``shape`` (any when None) and finite."""
-    value = np.asarray(arrays[key], dtype=np.float64)
+    """``arrays[key]``: float64 as written, of ``shape`` (any when None) and finite."""
+    value = np.asarray(arrays[key])
+    if value.dtype != np.float64:
+        raise ValueError(
+            f"Calibrator {name!r}: array {key!r} must be stored as float64; got {value.dtype}."
+        )
     if (shape is not None and value.shape != shape) or value.size == 0:
         raise ValueError(
             f"Calibrator {name!r}: array {key!r} must have shape {shape}; got {value.shape}."
