@@ -64,6 +64,14 @@ def _set_meta(key: str, value) -> Callable[[dict, dict], None]:
     return edit
 
 
+def _retype(key: str, dtype, descending: bool = False) -> Callable[[dict, dict], None]:
+    def edit(tensors: dict, meta: dict) -> None:
+        value = tensors[key].astype(dtype)
+        tensors[key] = np.sort(value)[::-1].copy() if descending else value
+
+    return edit
+
+
 def _swap_first_two(key: str) -> Callable[[dict, dict], None]:
     def edit(tensors: dict, meta: dict) -> None:
         tensors[key] = tensors[key].copy()
@@ -115,6 +123,14 @@ def _set_param(key: str, value) -> Callable[[dict, dict], None]:
         ("none", lambda t, m: t.__setitem__("calibrator.coef", np.ones((1, 1))), "calibrator"),
         # anything else
         ("none", lambda t, m: t.__setitem__("extra", np.zeros(2)), "extra"),
+        # dtypes as written: the network's float32, the priors' float64
+        ("gnn", _retype("calibrator.gcn.weight", np.float64), "calibrator.gcn.weight"),
+        ("gnn", _retype("calibrator.block_of_column", np.float32), "calibrator.block_of_column"),
+        ("none", _retype("online_prior", np.float32), "online_prior"),
+        ("platt", _retype("calibrator.coef", np.float32), "calibrator"),
+        # an isotonic fit is non-decreasing; the encoder g_phi reads has a mean per column
+        ("isotonic", _retype("calibrator.knots_y.0", np.float64, descending=True), "calibrator"),
+        ("gnn", lambda t, m: m["encoder"]["mean"].pop(), "encoder"),
         ("none", _set_meta("classes", ["b", "a"]), "classes"),
     ],
 )
