@@ -150,8 +150,9 @@ def _read_parts(reader: StateReader, cls: type) -> SavedAdapTable:
     """The parameters, then each part from its own fields; then no tensor may be left over."""
     params = _params(reader, cls)
     n_classes = reader.integer("n_classes", minimum=2)
-    classes = reader.classes(n_classes)
+    # p_s first: its shape, read from the header, bounds C before anything of C entries is made
     prior = reader.distribution("source_prior", n_classes, positive=True)
+    classes = reader.classes(n_classes)
     saved_calibrator = reader.field("calibrator", str)
     expected = calibrator_name(params)
     if saved_calibrator != expected:

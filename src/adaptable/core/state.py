@@ -39,8 +39,9 @@ SAFETENSORS_DTYPES = {
 }
 #: deepest nesting of lists and objects the metadata may hold (the encoder's schema reaches 5)
 MAX_METADATA_DEPTH = 16
-#: longest integer the metadata may hold (no count, seed or label the code writes comes near)
-MAX_INTEGER_DIGITS = 40
+#: longest integer the metadata may hold (a seed below 2**256 has 78 digits); a longer one is
+#: refused by its field's check instead of failing Python's integer conversion unnamed
+MAX_INTEGER_DIGITS = 100
 #: the version of a package release, as the file's ``version`` field holds it
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?([.+-]?[0-9A-Za-z.+-]*)")
 
@@ -89,18 +90,17 @@ class Tensors(Mapping[str, np.ndarray]):
         """``(shape, dtype name)`` of tensor ``key``, without reading it."""
         return self._headers[key]
 
-    def with_prefix(self, prefix: str, on_load: Callable[[str], None]) -> Tensors:
-        """The tensors whose key starts with ``prefix``, by the rest of their key; ``on_load``
-        is told each full key read."""
+    def reporting_to(self, on_load: Callable[[str], None]) -> Tensors:
+        """The same tensors; ``on_load`` is told the key of each one whose data is read."""
+        return Tensors(self._headers, self._load, on_load)
+
+    def with_prefix(self, prefix: str) -> Tensors:
+        """The tensors whose key starts with ``prefix``, by the rest of their key (read
+        through these, so reported under their full key)."""
         inner = {
             k.removeprefix(prefix): v for k, v in self._headers.items() if k.startswith(prefix)
         }
-
-        def load(key: str) -> np.ndarray:
-            on_load(prefix + key)
-            return self._load(prefix + key)
-
-        return Tensors(inner, load)
+        return Tensors(inner, lambda key: self[prefix + key])
 
     def __getitem__(self, key: str) -> np.ndarray:
         if key not in self._headers:
@@ -160,9 +160,9 @@ class StateReader:
         version: str | None = None,
     ) -> None:
         self.path = path
-        tensors = arrays if isinstance(arrays, Tensors) else Tensors.of_arrays(arrays)
-        self.arrays = Tensors(tensors._headers, tensors._load, self.used_add)
         self.used: set[str] = set()
+        tensors = arrays if isinstance(arrays, Tensors) else Tensors.of_arrays(arrays)
+        self.arrays = tensors.reporting_to(self.used.add)
         self.meta = self._parse(raw)
         if not isinstance(self.meta, dict) or self.meta.get("format") not in formats:
             found = self.meta.get("format") if isinstance(self.meta, dict) else None
@@ -172,9 +172,6 @@ class StateReader:
             )
         if version is not None:
             self._check_version(version)
-
-    def used_add(self, key: str) -> None:
-        self.used.add(key)
 
     def _parse(self, raw: str) -> Any:
         try:
@@ -310,7 +307,7 @@ class StateReader:
     def prefixed(self, prefix: str) -> Tensors:
         """The tensors whose key starts with ``prefix``, by the rest of their key; each counts
         as read once its data is."""
-        return self.arrays.with_prefix(prefix, self.used_add)
+        return self.arrays.with_prefix(prefix)
 
     def no_unexpected_tensors(self) -> None:
         """Refuse a tensor that no part read."""
