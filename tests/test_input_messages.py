@@ -48,11 +48,6 @@ def test_adaptable_fitted_on_a_frame_says_the_same_for_an_array_batch() -> None:
         adapter.predict_proba(X.to_numpy()[:64])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="labels are encoded in adaptable.core.interface._encode_labels (owned by core): "
-    "remove this mark once it refuses missing labels by name",
-)
 @pytest.mark.parametrize("name", ["adaptable", "source", "em"])
 @pytest.mark.parametrize(
     "missing",

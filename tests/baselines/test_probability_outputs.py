@@ -11,12 +11,6 @@ RNG = np.random.default_rng(0)
 X = RNG.normal(size=(200, 2))
 Y = (X[:, 0] > 0).astype(int)
 OUTPUT_METHODS = ["source", "em", "bbse", "balanced", "fth"]
-NEEDS_CORE_FIX = pytest.mark.xfail(
-    strict=True,
-    raises=pytest.fail.Exception,
-    reason="the clip is in adaptable.core.model_adapter._log (owned by core): remove this mark "
-    "once it refuses negative probabilities and rows that do not sum to one",
-)
 
 
 class FixedOutputs:
@@ -53,7 +47,6 @@ def test_valid_probabilities_are_used_zeros_included(name: str) -> None:
     assert proba.shape == (50, 2) and np.all(np.isfinite(proba))
 
 
-@NEEDS_CORE_FIX
 @pytest.mark.parametrize("name", OUTPUT_METHODS)
 @pytest.mark.parametrize(
     "broken, problem",

@@ -166,3 +166,56 @@ def test_multiclass_xgboost_margins_are_per_class(data) -> None:
     assert logits.shape == (80, 3)
     np.testing.assert_allclose(logits, model.predict(X, output_margin=True), rtol=1e-6)
     np.testing.assert_allclose(softmax(logits), model.predict_proba(X), rtol=1e-5)
+
+
+def _probability_readers(table: np.ndarray) -> dict[str, object]:
+    """Every reader that takes a model's output as probabilities, each giving ``table``."""
+
+    class Proba:
+        def predict_proba(self, X):
+            return table[: len(X)]
+
+    class Module(torch.nn.Module):
+        def forward(self, X):
+            return torch.as_tensor(table[: len(X)])
+
+    return {
+        "predict_proba": as_logit_function(Proba()),
+        "torch_proba": as_logit_function(Module(), output="proba"),
+        "callable_proba": as_logit_function(lambda X: table[: len(X)], output="proba"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("table", "problem"),
+    [
+        (np.array([[1.2, -0.2], [0.5, 0.5]]), "negative probabilities .smallest -0.2"),
+        (np.array([[0.25, 0.25], [0.5, 0.5]]), "1 of 2 rows; sums from 0.5 to 1"),
+        (np.array([[2.0, 3.0], [1.0, 4.0]]), "2 of 2 rows; sums from 5 to 5"),
+    ],
+)
+def test_a_table_that_is_not_probabilities_is_refused_not_clipped(table, problem) -> None:
+    for reader, logit_function in _probability_readers(table).items():
+        with pytest.raises(ValueError, match=problem) as info:
+            logit_function(np.zeros((2, 1)))
+        assert "output='logits'" in str(info.value), reader
+
+
+def test_probabilities_with_zeros_and_float32_rounding_are_accepted() -> None:
+    table = np.array([[1.0, 0.0], [0.3, 0.7]], dtype=np.float32)
+    for logit_function in _probability_readers(table).values():
+        logits = logit_function(np.zeros((2, 1)))
+        assert np.all(np.isfinite(logits))
+        np.testing.assert_allclose(softmax(logits), table, atol=1e-6)
+
+
+def test_adaptable_refuses_a_model_whose_probabilities_are_not(data) -> None:
+    from adaptable import AdapTable
+
+    X, y = data
+
+    def scores(rows):
+        return np.exp(np.c_[rows[:, 0], -rows[:, 0]])  # positive scores, rows not summing to 1
+
+    with pytest.raises(ValueError, match="do not sum to one"):
+        AdapTable(preset="paper", calibrator="none", output="proba").fit(scores, X, y)

@@ -64,6 +64,22 @@ def _set_meta(key: str, value) -> Callable[[dict, dict], None]:
     return edit
 
 
+def _retype(key: str, dtype, descending: bool = False) -> Callable[[dict, dict], None]:
+    def edit(tensors: dict, meta: dict) -> None:
+        value = tensors[key].astype(dtype)
+        tensors[key] = np.sort(value)[::-1].copy() if descending else value
+
+    return edit
+
+
+def _swap_first_two(key: str) -> Callable[[dict, dict], None]:
+    def edit(tensors: dict, meta: dict) -> None:
+        tensors[key] = tensors[key].copy()
+        tensors[key][[0, 1]] = tensors[key][[1, 0]]
+
+    return edit
+
+
 def _set_param(key: str, value) -> Callable[[dict, dict], None]:
     return lambda tensors, meta: meta["params"].__setitem__(key, value)
 
@@ -78,7 +94,8 @@ def _set_param(key: str, value) -> Callable[[dict, dict], None]:
         # missing or wrong-shape numeric_mean (used to become zeros)
         ("gnn", _drop("numeric_mean"), "numeric_mean"),
         ("gnn", _set_tensor("numeric_mean", [0.0, 0.0]), "numeric_mean"),
-        ("gnn", _set_tensor("category_mean", np.zeros(7) + 0.5), "calibrator.category_mean"),
+        ("gnn", _set_tensor("category_mean", np.zeros(7) + 0.5), "category_mean"),
+        ("gnn", _swap_first_two("category_mean"), "calibrator.category_mean"),  # not g_phi's
         # metadata that disagrees with params
         ("gnn", _set_meta("calibrator", "none"), "calibrator"),
         ("gnn", _set_param("batch_size", 32), "calibrator.gcn.weight"),
@@ -106,6 +123,14 @@ def _set_param(key: str, value) -> Callable[[dict, dict], None]:
         ("none", lambda t, m: t.__setitem__("calibrator.coef", np.ones((1, 1))), "calibrator"),
         # anything else
         ("none", lambda t, m: t.__setitem__("extra", np.zeros(2)), "extra"),
+        # dtypes as written: the network's float32, the priors' float64
+        ("gnn", _retype("calibrator.gcn.weight", np.float64), "calibrator.gcn.weight"),
+        ("gnn", _retype("calibrator.block_of_column", np.float32), "calibrator.block_of_column"),
+        ("none", _retype("online_prior", np.float32), "online_prior"),
+        ("platt", _retype("calibrator.coef", np.float32), "calibrator"),
+        # an isotonic fit is non-decreasing; the encoder g_phi reads has a mean per column
+        ("isotonic", _retype("calibrator.knots_y.0", np.float64, descending=True), "calibrator"),
+        ("gnn", lambda t, m: m["encoder"]["mean"].pop(), "encoder"),
         ("none", _set_meta("classes", ["b", "a"]), "classes"),
     ],
 )

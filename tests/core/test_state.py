@@ -51,7 +51,12 @@ def test_an_unknown_format_or_bad_json_is_refused() -> None:
         StateReader("f", "{not json", {}, FORMATS)
 
 
-def test_prefixed_tensors_count_as_read() -> None:
+def test_prefixed_tensors_count_as_read_once_their_data_is() -> None:
     reader = _reader(**{"calibrator.a": np.ones(1), "calibrator.b": np.ones(2)})
-    assert sorted(reader.prefixed("calibrator.")) == ["a", "b"]
+    tensors = reader.prefixed("calibrator.")
+    assert sorted(tensors) == ["a", "b"] and tensors.header("b") == ((2,), "float64")
+    np.testing.assert_array_equal(tensors["a"], [1.0])
+    with pytest.raises(ValueError, match="field 'calibrator.b' is not part"):
+        reader.no_unexpected_tensors()  # a part that never read it did not own it
+    tensors["b"]
     reader.no_unexpected_tensors()

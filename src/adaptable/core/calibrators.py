@@ -108,6 +108,8 @@ class PlattCalibrator:
     needs_shift_trend: ClassVar[bool] = False
     needs_labels: ClassVar[bool] = False
     is_softmax: ClassVar[bool] = False
+    #: a logistic regression can give no probability to a class it was fitted without
+    needs_every_class: ClassVar[bool] = True
 
     def __init__(self, coef: np.ndarray | None = None, intercept: np.ndarray | None = None):
         self.coef = coef
@@ -275,10 +277,16 @@ class IsotonicCalibrator:
         for j in range(count):
             kx = _checked(arrays, f"knots_x.{j}", None, cls.name)
             ky = _checked(arrays, f"knots_y.{j}", kx.shape, cls.name)
-            if kx.ndim != 1 or np.any(np.diff(kx) < 0) or np.any((ky < 0) | (ky > 1)):
+            # x: probabilities in increasing order; y: the fitted non-decreasing function
+            if (
+                kx.ndim != 1
+                or np.any(np.diff(kx) < 0)
+                or np.any(np.diff(ky) < 0)
+                or np.any((kx < 0) | (kx > 1) | (ky < 0) | (ky > 1))
+            ):
                 raise ValueError(
-                    f"Calibrator {cls.name!r}: knots {j} must be increasing x values with y in "
-                    "[0, 1]."
+                    f"Calibrator {cls.name!r}: knots {j} must be increasing x values in [0, 1] "
+                    "with non-decreasing y in [0, 1]."
                 )
             knots_x.append(kx)
             knots_y.append(ky)
@@ -342,8 +350,12 @@ def _check_names(arrays: dict[str, np.ndarray], expected: set[str], name: str) -
 def _checked(
     arrays: dict[str, np.ndarray], key: str, shape: tuple[int, ...] | None, name: str
 ) -> np.ndarray:
-    """``arrays[key]`` as float64, of ``shape`` (any when None) and finite."""
-    value = np.asarray(arrays[key], dtype=np.float64)
+    """``arrays[key]``: float64 as written, of ``shape`` (any when None) and finite."""
+    value = np.asarray(arrays[key])
+    if value.dtype != np.float64:
+        raise ValueError(
+            f"Calibrator {name!r}: array {key!r} must be stored as float64; got {value.dtype}."
+        )
     if (shape is not None and value.shape != shape) or value.size == 0:
         raise ValueError(
             f"Calibrator {name!r}: array {key!r} must have shape {shape}; got {value.shape}."
@@ -364,7 +376,24 @@ def fit_calibrator(name: str, context: FitContext, params: Mapping[str, Any]) ->
     ablation calibrator on the held-out rows (validation where given)."""
     if name == GraphCalibrator.name:
         return GraphCalibrator.fit_source(context, params)
-    return ABLATION_CALIBRATORS[name]().fit(*context.held_out)
+    calibrator = ABLATION_CALIBRATORS[name]
+    logits, labels = context.held_out
+    if getattr(calibrator, "needs_every_class", False):
+        _check_every_class(labels, context.n_classes, name, context.has_validation)
+    return calibrator().fit(logits, labels)
+
+
+def _check_every_class(labels: np.ndarray, n_classes: int, name: str, validation: bool) -> None:
+    """Refuse held-out labels that lack a class, naming the argument they came from."""
+    absent = sorted(set(range(n_classes)) - set(np.unique(labels).tolist()))
+    if absent:
+        what = "y_valid (the validation labels)" if validation else "y_source (no y_valid given)"
+        raise ValueError(
+            f"AdapTable: calibrator={name!r} is fitted on {what}, which holds "
+            f"{n_classes - len(absent)} of the {n_classes} classes (class column(s) {absent} "
+            f"absent); it needs rows of every class there. Give {what.split()[0]} rows of "
+            "every class, or choose calibrator='temperature' or 'isotonic'."
+        )
 
 
 def calibrator_state(calibrator: Any) -> PartState:

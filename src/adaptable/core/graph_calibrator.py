@@ -183,9 +183,18 @@ class GraphCalibrator:
             raise reader.error("layout", f"cannot be read ({err})") from err
         if layout.to_dict() != ColumnLayout.from_encoder(context.encoder).to_dict():
             raise reader.error("layout", "disagrees with the encoder's schema")
+        category_mean = reader.tensor("category_mean", (layout.categorical_width,))
+        # category frequencies of the source rows: none negative, each feature's summing to 1
+        # at most (less where a shared encoder did not see some of the rows' categories)
+        per_feature = np.bincount(
+            layout.block_of_column, weights=category_mean, minlength=layout.n_categorical
+        )
+        if np.any(category_mean < 0) or np.any(per_feature > 1 + 1e-9):
+            raise reader.error(
+                "category_mean", "must hold category frequencies (each feature's summing to 1)"
+            )
         statistics = SourceStatistics(
-            reader.tensor("numeric_mean", (layout.n_numeric,)).astype(np.float64),
-            reader.tensor("category_mean", (layout.categorical_width,)).astype(np.float64),
+            reader.tensor("numeric_mean", (layout.n_numeric,)), category_mean
         )
         net = ShiftAwareCalibrator.for_layout(
             layout,
@@ -197,7 +206,8 @@ class GraphCalibrator:
         )
         state = net.state_dict()
         for key, expected in state.items():
-            value = reader.tensor(f"calibrator.{key}", tuple(expected.shape))
+            dtype = str(expected.numpy().dtype)
+            value = reader.tensor(f"calibrator.{key}", tuple(expected.shape), dtype)
             if key in _DERIVED and not np.array_equal(value, expected.numpy()):
                 raise reader.error(f"calibrator.{key}", "disagrees with the layout or statistics")
             state[key] = torch.from_numpy(np.array(value)).to(expected.dtype)

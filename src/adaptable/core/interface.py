@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_consistent_length, column_or_1d
@@ -202,6 +203,17 @@ def _encode_labels(
             continue
         try:
             y = column_or_1d(y, warn=True)
+        except ValueError as err:
+            raise ValueError(f"{owner}: {what}: {err}") from err
+        # Before scikit-learn's checks, which call a gap "Unknown label type: unknown" (numbers)
+        # or fail sorting it among strings.
+        missing = np.flatnonzero(pd.isna(y))
+        if missing.size:
+            raise ValueError(
+                f"{owner}: {what} holds {missing.size} missing label(s) (NaN, None or NA), "
+                f"first at row {missing[0]}; drop those rows or give them a label."
+            )
+        try:
             check_classification_targets(y)
             check_consistent_length(X, y)
         except ValueError as err:

@@ -274,37 +274,77 @@ class LabelShiftTest:
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], n_classes: int) -> LabelShiftTest:
-        """Inverse of :meth:`arrays`; refuses arrays of the wrong shape or with NaN."""
-        means = _finite(arrays, "class_means")
+        """Inverse of :meth:`arrays`; refuses what :meth:`fit` and :meth:`update` cannot have
+        made: a wrong shape or dtype, NaN, negative weights, counts that are no non-negative
+        integers, category frequencies outside [0, 1], or a lookup that does not map each
+        feature's categories onto consecutive columns."""
+
+        def integers(key: str) -> np.ndarray:
+            if key not in arrays:
+                raise ValueError(f"label-shift state: missing array {key!r}.")
+            value = np.asarray(arrays[key])
+            if value.ndim != 1 or value.dtype.kind not in "iu":
+                raise ValueError(f"label-shift state: {key} must be a 1-D integer array.")
+            return value.astype(np.int64)
+
+        def floats(key: str) -> np.ndarray:
+            if key in arrays and np.asarray(arrays[key]).dtype.kind != "f":
+                raise ValueError(f"label-shift state: {key} must be a float array.")
+            return _finite(arrays, key)
+
+        means = floats("class_means")
         if means.ndim != 2 or means.shape[1] != n_classes:
             raise ValueError(f"label-shift test: class_means must be (d, {n_classes}).")
         width = means.shape[0]
-        weights, sums = _finite(arrays, "weights"), _finite(arrays, "sums")
-        null = _finite(arrays, "null")
+        weights, sums = floats("weights"), floats("sums")
+        null = floats("null")
         if weights.shape != (width,) or sums.shape != (width,) or null.shape != (2,):
             raise ValueError("label-shift test: weights / sums / null have the wrong shape.")
         if np.any(weights < 0) or null[1] <= 0:
             raise ValueError("label-shift test: negative weights or a non-positive null sd.")
-        n_numeric = int(_finite(arrays, "n_numeric")[0])
+        if null[0] < 0:
+            raise ValueError("label-shift test: the null mean of n * residual must be >= 0.")
+        n_numeric, n_rows = integers("n_numeric"), integers("n_rows")
+        if n_numeric.shape != (1,) or n_rows.shape != (1,) or n_numeric[0] < 0 or n_rows[0] < 0:
+            raise ValueError("label-shift test: n_numeric and n_rows must be one count each.")
+        n_numeric, n_rows = int(n_numeric[0]), int(n_rows[0])
+        if n_numeric > width:
+            raise ValueError(
+                f"label-shift test: n_numeric {n_numeric} exceeds the {width} columns."
+            )
+        offsets = integers("offsets")
+        if len(offsets) and (offsets[0] != 0 or np.any(np.diff(offsets) < 1)):
+            raise ValueError("label-shift test: offsets must start at 0 and increase.")
+        one_hot = width - n_numeric
         # Files written before rare categories were pooled have no lookup: one column each.
-        lookup = _finite(arrays, "lookup").astype(np.int64) if "lookup" in arrays else None
-        if (
-            lookup is not None
-            and len(lookup)
-            and (lookup.min() < 0 or lookup.max() != width - n_numeric - 1)
-        ):
-            raise ValueError("label-shift test: lookup does not match the one-hot columns.")
-        test = cls(
-            means,
-            weights,
-            null[0],
-            null[1],
-            _finite(arrays, "offsets").astype(np.int64),
-            n_numeric,
-            lookup,
-        )
+        lookup = integers("lookup") if "lookup" in arrays else None
+        categories = len(lookup) if lookup is not None else one_hot
+        # (fit writes offsets [0] for a table without categorical columns)
+        if categories and (not len(offsets) or categories <= offsets[-1]):
+            raise ValueError("label-shift test: offsets do not match the categories.")
+        if not categories and len(offsets) > 1:
+            raise ValueError("label-shift test: offsets do not match the categories.")
+        if lookup is not None:
+            # each feature's categories share consecutive columns, after the previous feature's
+            column = 0
+            for block in np.split(lookup, offsets[1:]):
+                used = np.unique(block)
+                if not np.array_equal(used, np.arange(column, column + len(used))):
+                    raise ValueError("label-shift test: lookup does not match the one-hot columns.")
+                column += len(used)
+            if column != one_hot:
+                raise ValueError("label-shift test: lookup does not match the one-hot columns.")
+        frequencies, counts = means[n_numeric:], sums[n_numeric:]
+        if np.any((frequencies < 0) | (frequencies > 1)):
+            raise ValueError("label-shift test: class_means of the categories must be in [0, 1].")
+        if np.any((counts < 0) | (counts > n_rows) | (counts != np.round(counts))):
+            raise ValueError(
+                f"label-shift test: sums of the categories must be counts of at most n_rows "
+                f"({n_rows})."
+            )
+        test = cls(means, weights, null[0], null[1], offsets, n_numeric, lookup)
         test._sums = sums.copy()
-        test.n_rows = int(_finite(arrays, "n_rows")[0])
+        test.n_rows = n_rows
         return test
 
 

@@ -85,7 +85,7 @@ class LogitFunction:
         if reader == "torch":
             return _torch_call(model, X)
         if reader == "torch_proba":
-            return _log(_torch_call(model, X))
+            return _log(_torch_call(model, X), self.source)
         if reader == "predict_logits":
             return _to_numpy(model.predict_logits(X))
         if reader == "xgboost_margin":
@@ -95,10 +95,10 @@ class LogitFunction:
         if reader == "catboost_margin":
             return _binary_margin(_to_numpy(model.predict(X, prediction_type="RawFormulaVal")))
         if reader == "predict_proba":
-            return _log(_to_numpy(model.predict_proba(X)))
+            return _log(_to_numpy(model.predict_proba(X)), self.source)
         if reader == "callable_logits":
             return _to_numpy(model(X))
-        return _log(_to_numpy(model(X)))
+        return _log(_to_numpy(model(X)), self.source)
 
     def __repr__(self) -> str:
         return f"LogitFunction({type(self.model).__name__}, reader={self.reader!r})"
@@ -202,6 +202,35 @@ def _to_numpy(values: Any) -> np.ndarray:
     return np.asarray(values, dtype=np.float64)
 
 
-def _log(proba: np.ndarray) -> np.ndarray:
-    # Clip so that a zero probability gives a large negative logit instead of -inf.
+#: how far a row of probabilities may sum from one (float32 softmax rounding stays far below)
+PROBABILITY_SUM_TOLERANCE = 1e-4
+
+
+def _log(proba: np.ndarray, source: str) -> np.ndarray:
+    """Log-probabilities of a table of probabilities; refuses one that is not, rather than
+    clipping it into some.
+
+    Raises:
+        ValueError: a negative value, or a row that does not sum to one (within
+            :data:`PROBABILITY_SUM_TOLERANCE`).
+    """
+    # Another shape, or NaN / inf: LogitFunction.__call__ says what is wrong with those.
+    checkable = proba.ndim == 2 and proba.shape[0] > 0 and proba.shape[1] >= 2
+    if checkable and np.all(np.isfinite(proba)):
+        if np.any(proba < 0):
+            raise ValueError(
+                f"The model ({source}) returned negative probabilities (smallest "
+                f"{proba.min():.3g}); it must give probabilities (rows of non-negative numbers "
+                "summing to one), or use output='logits' for scores."
+            )
+        sums = proba.sum(axis=1)
+        off = np.abs(sums - 1.0) > PROBABILITY_SUM_TOLERANCE
+        if np.any(off):
+            raise ValueError(
+                f"The model ({source}) returned probability rows that do not sum to one "
+                f"({int(off.sum())} of {len(sums)} rows; sums from {sums.min():.4g} to "
+                f"{sums.max():.4g}); it must give probabilities, or use output='logits' for "
+                "scores."
+            )
+    # Only zeros are clipped (valid probabilities): a large negative logit instead of -inf.
     return np.log(np.clip(proba, 1e-12, None))

@@ -299,14 +299,33 @@ class OnlinePriorEstimate:
         }
 
     def restore(self, arrays: dict[str, np.ndarray]) -> None:
-        """Inverse of :meth:`arrays`; refuses malformed state."""
+        """Inverse of :meth:`arrays`; refuses what :meth:`add` and :meth:`estimate` cannot have
+        made: a reservoir whose rows are not probabilities, a prior that is no probability
+        vector, or a row count that is no non-negative integer or disagrees with the reservoir.
+        """
+        for key in ("reservoir", "prior"):
+            if key in arrays and np.asarray(arrays[key]).dtype.kind != "f":
+                raise ValueError(f"prior estimate: {key} must be a float array.")
         reservoir, prior = _finite(arrays, "reservoir"), _finite(arrays, "prior")
         n_classes = len(self.source_prior)
         if reservoir.ndim != 2 or reservoir.shape[1] != n_classes:
             raise ValueError(f"prior estimate: reservoir must be (n, {n_classes}).")
+        # calibrated posteriors: rows of probabilities, as the calibrators give them
+        if len(reservoir) and (
+            reservoir.min() < 0 or np.abs(reservoir.sum(axis=1) - 1.0).max() > 1e-6
+        ):
+            raise ValueError(
+                "prior estimate: the reservoir's rows must be probabilities (non-negative, "
+                "summing to one)."
+            )
         if prior.shape != (n_classes,) or np.any(prior < 0) or abs(prior.sum() - 1) > 1e-6:
             raise ValueError(f"prior estimate: prior must be a probability vector; got {prior}.")
-        n_seen = int(_finite(arrays, "n_seen")[0])
+        if "n_seen" not in arrays:
+            raise ValueError("prior estimate: missing array 'n_seen'.")
+        count = np.asarray(arrays["n_seen"])
+        if count.shape != (1,) or count.dtype.kind not in "iu":
+            raise ValueError(f"prior estimate: n_seen must be one integer; got {count!r}.")
+        n_seen = int(count[0])
         if n_seen < 0 or len(reservoir) != min(n_seen, self.capacity):
             raise ValueError(
                 f"prior estimate: the reservoir must hold min(n_seen, {self.capacity}) rows; it "

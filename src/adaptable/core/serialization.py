@@ -29,7 +29,7 @@ import numpy as np
 from adaptable.core.calibrators import CALIBRATORS, calibrator_state, load_calibrator
 from adaptable.core.parts import LoadContext
 from adaptable.core.presets import DECIDERS, calibrator_name
-from adaptable.core.state import StateReader
+from adaptable.core.state import StateReader, Tensors
 
 FORMAT = "adaptable.AdapTable/2"
 #: files written before the presets existed hold the paper's algorithm
@@ -54,7 +54,14 @@ class SavedAdapTable:
 def write(method: Any, path: str | os.PathLike[str]) -> None:
     """Write a fitted AdapTable to ``path`` (see ``AdapTable.save``); reads only its public
     fitted attributes (``classes_``, ``n_classes_``, ``source_prior_``, ``encoder_``,
-    ``calibrator_``, ``decider_``) and parameters."""
+    ``calibrator_``, ``decider_``) and parameters.
+
+    Raises:
+        FileNotFoundError: the folder of ``path`` does not exist (it is named).
+        IsADirectoryError: ``path`` is a folder.
+        OSError: the file cannot be written.
+    """
+    from safetensors import SafetensorError
     from safetensors.numpy import save_file
 
     from adaptable import __version__
@@ -77,7 +84,19 @@ def write(method: Any, path: str | os.PathLike[str]) -> None:
         meta.update(part.metadata)
     # safetensors refuses empty or non-contiguous arrays; load knows the empty ones' shapes
     tensors = {k: np.ascontiguousarray(v) for k, v in arrays.items() if np.asarray(v).size}
-    save_file(tensors, os.fspath(path), metadata={_METADATA_KEY: json.dumps(meta)})
+    name = os.fspath(path)
+    # safetensors writes a temporary file beside the target and names that one in its errors
+    folder = os.path.dirname(os.path.abspath(name))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(
+            f"Cannot save to {name!r}: the folder {folder!r} does not exist; create it first."
+        )
+    if os.path.isdir(name):
+        raise IsADirectoryError(f"Cannot save to {name!r}: it is a folder; give a file name.")
+    try:
+        save_file(tensors, name, metadata={_METADATA_KEY: json.dumps(meta)})
+    except SafetensorError as err:
+        raise OSError(f"Cannot save to {name!r} ({err}).") from err
 
 
 def _saved_params(method: Any) -> dict[str, Any]:
@@ -95,22 +114,45 @@ def read(cls: type, path: str | os.PathLike[str]) -> SavedAdapTable:
     """Read and check a file written by :func:`write`; ``cls`` validates the parameters.
 
     Raises:
-        ValueError: not an AdapTable file, or a field missing, malformed or in disagreement
-            (the message names it).
+        ValueError: not an AdapTable file (not a safetensors file: empty, truncated, of
+            another kind; or no AdapTable metadata), a format it does not know, a version
+            newer than this package, or a field missing, malformed or in disagreement (the
+            message names the file and the field).
+        FileNotFoundError, IsADirectoryError: no file at ``path``.
     """
-    from safetensors import safe_open
+    from safetensors import SafetensorError, safe_open
+
+    from adaptable import __version__
 
     name = os.fspath(path)
-    with safe_open(name, framework="numpy") as handle:
+    if os.path.isdir(name):
+        raise IsADirectoryError(f"{name!r} is a folder, not a file written by AdapTable.save.")
+    try:
+        handle = safe_open(name, framework="numpy")
+    except SafetensorError as err:
+        raise ValueError(
+            f"{name!r} is not a file written by AdapTable.save: it cannot be read as a "
+            f"safetensors file ({err}); it may be truncated, empty or of another kind."
+        ) from err
+    # Names, shapes and dtypes are read from the header; a tensor's data only when a part
+    # asks for it, once its shape is checked (a tensor no part owns is never read).
+    with handle:
         raw = (handle.metadata() or {}).get(_METADATA_KEY)
         if raw is None:
             raise ValueError(f"{name!r} is not a file written by AdapTable.save.")
-        arrays = {k: handle.get_tensor(k) for k in handle.keys()}  # noqa: SIM118
-    reader = StateReader(name, raw, arrays, (FORMAT, *OLDER_FORMATS))
+        reader = StateReader(
+            name, raw, Tensors.of_safetensors(handle), (FORMAT, *OLDER_FORMATS), __version__
+        )
+        return _read_parts(reader, cls)
+
+
+def _read_parts(reader: StateReader, cls: type) -> SavedAdapTable:
+    """The parameters, then each part from its own fields; then no tensor may be left over."""
     params = _params(reader, cls)
     n_classes = reader.integer("n_classes", minimum=2)
-    classes = reader.classes(n_classes)
+    # p_s first: its shape, read from the header, bounds C before anything of C entries is made
     prior = reader.distribution("source_prior", n_classes, positive=True)
+    classes = reader.classes(n_classes)
     saved_calibrator = reader.field("calibrator", str)
     expected = calibrator_name(params)
     if saved_calibrator != expected:
