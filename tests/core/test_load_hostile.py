@@ -175,7 +175,11 @@ def test_a_version_or_format_this_package_does_not_know_is_refused(saved, tmp_pa
     unknown = edited_copy(saved, tmp_path, _meta("format", "adaptable.AdapTable/3"))
     with pytest.raises(ValueError, match="unknown AdapTable file format 'adaptable.AdapTable/3'"):
         AdapTable.load(unknown)
-    for version in ("0.0.9", "0.1.0", "0.1.0.dev3"):  # as old as or older than this package
+    minor = edited_copy(saved, tmp_path, _meta("version", "0.2.0"))
+    with pytest.raises(ValueError, match="newer than this one"):
+        AdapTable.load(minor)
+    # as old as this package, older, or a later patch release of this minor version
+    for version in ("0.0.9", "0.1.0", "0.1.0.dev3", "0.1.7"):
         AdapTable.load(edited_copy(saved, tmp_path, _meta("version", version)))
 
 

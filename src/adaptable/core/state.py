@@ -197,7 +197,8 @@ class StateReader:
                 "version", f"must be a package version such as '0.1.0'; got {version!r}"
             )
         ours = _VERSION.fullmatch(running)
-        if ours is not None and _release(match) > _release(ours):
+        # A later patch release writes what this one reads; a later minor or major may not.
+        if ours is not None and _release(match)[:2] > _release(ours)[:2]:
             raise ValueError(
                 f"{self.path!r} was written by adaptable {version}, newer than this one "
                 f"({running}), which cannot know what it saved; upgrade adaptable to load it."
