@@ -1,0 +1,245 @@
+"""The label-shift reading of the stream, kept between batches: whether the balanced rule still
+wins when the reservoir's posteriors are re-weighted by a MAP estimate of p_t / p_s.
+
+The reading (:class:`LabelShiftReading`) is the recommended decider's second stream check. Read
+in full it is O(reservoir) work on every batch: Newton's method for the MAP estimate p of the
+target label distribution under a Dirichlet prior centred at p_s, then both rules' expected
+confusion matrices on the reservoir under the re-weighted posteriors. Its answer, a sign, rarely
+changes from one batch to the next, so after each full reading the reading keeps what it needs
+to *prove* that the answer cannot have changed, and recomputes only when the proof fails.
+
+The proof (free coordinates z = q_1..q_{C-1} of the simplex, q_C = 1 - sum z; a_y = strength
+p_s(y) the prior's pseudo-counts; r_i = q(.|x_i) / p_s the reservoir's ratios, m_i(q) = q . r_i,
+f_i = r_i[:-1] - r_i[C], w = n_seen / reservoir size; F(z) = w sum_i log m_i + sum_y a_y log q_y
+the concave objective whose maximiser is the reading's estimate):
+
+1. *How far the estimate can have moved.* Let q^ be the last full reading's estimate. In the
+   box B = {q : q_y / q^_y in [1 / (1 + eps), 1 + eps]} every m_i(q) <= (1 + eps) m_i(q^) and
+   q_y <= (1 + eps) q^_y, so -Hess F(q) >= (w L(q^) + P(q^)) / (1 + eps)^2 with L(q^) =
+   sum_i f_i f_i^T / m_i(q^)^2 and P(q^) the prior's curvature. The weight w only grows along a
+   stream and the reservoir rows that changed since q^ (b of them replaced) each take at most
+   ||f_i||^2 / m_i^2 out of L, so the smallest eigenvalue is at least
+   mu = (Lambda^ - w sum_replaced ||f_i||^2 / m_i(q^)^2) / (1 + eps)^2, Lambda^ the smallest
+   eigenvalue of -Hess at the last reading. F's gradient g at q^ is the last reading's residual
+   gradient plus the changed rows' terms and the growth of w (O(changed rows)). F being
+   mu-strongly concave on the largest ball of radius rho inside B, the maximiser lies within
+   ||g|| / mu of q^ once 2 ||g|| / mu < rho (on the sphere of radius rho, F(q) <= F(q^) +
+   ||g|| rho - mu rho^2 / 2 < F(q^)). Newton's method, stopped on a step below 1e-10 with
+   quadratic convergence, ends within ``NEWTON_SLACK`` of the maximiser: added to the bound.
+2. *How far the answer can have moved.* For estimates p with p_y / q^_y in [lo, hi] every
+   re-weighted posterior norm(q_i p / p_s)_y is within the factor kappa = hi / lo of its value
+   at q^ (numerator and normaliser each move by at most hi or lo), while each matrix's column
+   sums (rows predicted k) do not depend on p. The expected confusion matrices at q^ on the
+   current reservoir are the last ones plus the changed rows' terms (O(changed rows)); the
+   scores' ranges under cells scaled by [1 / kappa, kappa] are
+   :func:`~adaptable.core.decision.score_bounds`. Where the balanced rule's range lies wholly
+   above argmax's (or wholly below), the full reading would give that answer.
+
+The answer is therefore the one the full reading gives whenever the full reading's Newton ends
+within ``NEWTON_SLACK`` of the maximiser (it always has on the benchmarks: the outputs are the
+same to the bit). The estimate itself (:attr:`LabelShiftReading.prior`) is recomputed on demand.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from adaptable.core.decision import argmax_by_class, expected_confusion, score, score_bounds
+from adaptable.core.prior_estimate import OnlinePriorEstimate
+
+#: half-width of the box around the last estimate, relative to each class's share, in which the
+#: curvature bound holds
+BOX = 0.1
+#: how far a converged Newton estimate may be from the maximiser (its last step is below 1e-10)
+NEWTON_SLACK = 1e-7
+#: the bound on the scores' difference must clear zero by this (rounding in the scores)
+SCORE_SLACK = 1e-9
+
+
+class _Snapshot:
+    """What a full reading keeps to bound the next ones (see the module docstring)."""
+
+    def __init__(
+        self,
+        estimate: OnlinePriorEstimate,
+        prior: np.ndarray,
+        pseudo: np.ndarray,
+        weighted: np.ndarray,
+        rules: np.ndarray,
+        matrices: np.ndarray,
+    ) -> None:
+        posteriors = estimate.reservoir_by_class
+        ratio = posteriors / estimate.source_prior[:, None]
+        mixture = prior @ ratio
+        scaled = (ratio[:-1] - ratio[-1]) / mixture  # d log m_i / d z_k, (C - 1, n)
+        self.n_seen, self.size = estimate.n_seen, posteriors.shape[1]
+        self.row_weight = self.n_seen / self.size
+        self.prior = prior
+        self.prior_gradient = pseudo[:-1] / prior[:-1] - pseudo[-1] / prior[-1]
+        self.gradient = self.row_weight * scaled.sum(axis=1) + self.prior_gradient
+        curvature = self.row_weight * (scaled @ scaled.T)
+        curvature += np.diag(pseudo[:-1] / prior[:-1] ** 2) + pseudo[-1] / prior[-1] ** 2
+        self.curvature = float(np.linalg.eigvalsh(curvature)[0])
+        self.scaled, self.scaled_norms = scaled, (scaled * scaled).sum(axis=0)
+        self.weighted, self.rules, self.matrices = weighted, rules.copy(), matrices
+        n_classes = len(prior)
+        # the largest ball (free coordinates) inside the box: |dq_y| <= |dz| for y < C, and
+        # |dq_C| <= sqrt(C - 1) |dz|
+        shares = np.append(prior[:-1], prior[-1] / math.sqrt(n_classes - 1))
+        self.radius = float(shares.min()) * BOX / (1.0 + BOX)
+        self.spread = np.append(np.ones(n_classes - 1), math.sqrt(n_classes - 1))
+
+
+class LabelShiftReading:
+    """The label-shift reading of a stream, recomputed over the reservoir only when its
+    answer could change (module docstring).
+
+    Args:
+        estimate: the stream's :class:`~adaptable.core.prior_estimate.OnlinePriorEstimate`
+            (its reservoir is read; its running estimate is left as it is).
+        strength: rows' worth of the Dirichlet prior centred at p_s.
+        balanced_weights: the balanced rule's class weights 1 / p_s, (C,).
+        objective: the objective both rules are scored for.
+
+    Example:
+        >>> est = OnlinePriorEstimate(np.array([0.8, 0.2]), center="source")
+        >>> est.add(np.array([[0.7, 0.3], [0.9, 0.1], [0.4, 0.6]] * 200))
+        >>> reading = LabelShiftReading(est, 64.0, 1.0 / est.source_prior, "macro_f1")
+        >>> reading.favours_balanced(), reading.prior.round(3).tolist()
+        (True, [0.718, 0.282])
+    """
+
+    def __init__(
+        self,
+        estimate: OnlinePriorEstimate,
+        strength: float,
+        balanced_weights: np.ndarray,
+        objective: str,
+    ) -> None:
+        self.estimate = estimate
+        self.strength = float(strength)
+        self.balanced_weights = np.asarray(balanced_weights, dtype=np.float64)
+        self.objective = objective
+        self._pseudo = self.strength * estimate.source_prior
+        self._prior = estimate.source_prior.copy()
+        self._current = True
+        # both rules' predictions of every reservoir slot, kept up to date slot by slot
+        self._rules = np.zeros((2, estimate.capacity), dtype=np.intp)
+        self._snapshot: _Snapshot | None = None
+        # full readings to go before the next snapshot (the bound failed right after one)
+        self._snapshot_wait, self._snapshot_backoff = 0, 1
+        self._bounded_at_snapshot = 0
+        #: full readings and readings answered by the bound, since the start of the stream
+        self.full_readings = 0
+        self.bounded_readings = 0
+
+    @property
+    def prior(self) -> np.ndarray:
+        """The reading's estimate of the target label distribution on the current reservoir,
+        (C,) (computed here if the last answer came from the bound)."""
+        if not self._current:
+            self._prior = self._estimate()
+            self._current = True
+        return self._prior.copy()
+
+    def favours_balanced(self) -> bool:
+        """Whether the balanced rule's expected objective is at least argmax's on the
+        reservoir re-weighted by the reading's estimate."""
+        estimate = self.estimate
+        snapshot = self._snapshot
+        if snapshot is None or estimate.n_seen < snapshot.n_seen:
+            self._refresh_rules(None)
+            return self._full_reading()
+        size = estimate.reservoir_by_class.shape[1]
+        changed = np.flatnonzero(estimate.written_at[:size] > snapshot.n_seen)
+        self._refresh_rules(changed)
+        answer = self._bounded_answer(snapshot, changed)
+        if answer is not None:
+            self.bounded_readings += 1
+            self._current = False
+            self._snapshot_backoff = 1
+            return answer
+        if self.bounded_readings == self._bounded_at_snapshot:
+            # the bound failed at once: the next full readings keep no snapshot for a while
+            self._snapshot_wait = self._snapshot_backoff
+            self._snapshot_backoff = min(2 * self._snapshot_backoff, 64)
+        return self._full_reading()
+
+    # ------------------------------------------------------------------ the full reading
+    def _estimate(self) -> np.ndarray:
+        estimate = self.estimate
+        return estimate.estimate_with(estimate.source_prior, self.strength, self._prior)
+
+    def _refresh_rules(self, changed: np.ndarray | None) -> None:
+        """Both rules' predictions of the changed slots (``None``: every slot)."""
+        posteriors = self.estimate.reservoir_by_class
+        if changed is None:
+            columns, target = posteriors, slice(0, posteriors.shape[1])
+        else:
+            columns, target = posteriors[:, changed], changed
+        self._rules[0, target] = argmax_by_class(columns)
+        self._rules[1, target] = argmax_by_class(columns * self.balanced_weights[:, None])
+
+    def _full_reading(self) -> bool:
+        estimate = self.estimate
+        self._prior = self._estimate()
+        self._current = True
+        self.full_readings += 1
+        rules = self._rules[:, : estimate.reservoir_by_class.shape[1]]
+        weighted = estimate.target_posteriors_by_class(self._prior)
+        matrices = expected_confusion(weighted.T, rules)
+        source_score, balanced_score = score(matrices, self.objective)
+        self._snapshot, self._bounded_at_snapshot = None, self.bounded_readings
+        if self._snapshot_wait > 0:
+            self._snapshot_wait -= 1
+        elif estimate.last_estimate_converged:
+            self._snapshot = _Snapshot(
+                estimate, self._prior, self._pseudo, weighted, rules, matrices
+            )
+        return bool(balanced_score >= source_score)
+
+    # ------------------------------------------------------------------ the bound
+    def _bounded_answer(self, snapshot: _Snapshot, changed: np.ndarray) -> bool | None:
+        """The full reading's answer where the bound proves it, else ``None``."""
+        estimate = self.estimate
+        source_prior, prior = estimate.source_prior, snapshot.prior
+        row_weight = estimate.n_seen / estimate.reservoir_by_class.shape[1]
+        columns = estimate.reservoir_by_class[:, changed]
+        ratio = columns / source_prior[:, None]
+        mixture = prior @ ratio
+        scaled = (ratio[:-1] - ratio[-1]) / mixture
+        old = changed[changed < snapshot.size]
+        # 1. the estimate's move
+        gradient = (row_weight / snapshot.row_weight) * (
+            snapshot.gradient - snapshot.prior_gradient
+        ) + snapshot.prior_gradient
+        gradient += row_weight * (scaled.sum(axis=1) - snapshot.scaled[:, old].sum(axis=1))
+        curvature = snapshot.curvature - row_weight * float(snapshot.scaled_norms[old].sum())
+        if not curvature > 0:
+            return None
+        mu = curvature / (1.0 + BOX) ** 2
+        norm = float(np.sqrt(gradient @ gradient))
+        if not 2.0 * norm / mu < snapshot.radius:
+            return None
+        move = (norm / mu + NEWTON_SLACK) * snapshot.spread / prior
+        low, high = 1.0 - float(move.max()), 1.0 + float(move.max())
+        if not low > 0:
+            return None
+        factor = (high / low) * (1.0 + 1e-9)
+        # 2. the scores at the old estimate on the current reservoir, then their ranges
+        weighted = ratio * prior[:, None] / mixture
+        rules = self._rules[:, changed]
+        matrices = snapshot.matrices + expected_confusion(weighted.T, rules)
+        if len(old):
+            matrices -= expected_confusion(snapshot.weighted[:, old].T, snapshot.rules[:, old])
+        actual = matrices.sum(axis=-1)
+        if np.any((actual > 0) & (actual < 1e-6)):  # a class about to vanish: read in full
+            return None
+        low_scores, high_scores = score_bounds(np.maximum(matrices, 0.0), self.objective, factor)
+        if low_scores[1] - high_scores[0] > SCORE_SLACK:
+            return True
+        if high_scores[1] - low_scores[0] < -SCORE_SLACK:
+            return False
+        return None
