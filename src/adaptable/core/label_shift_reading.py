@@ -59,7 +59,8 @@ SCORE_SLACK = 1e-9
 
 
 class _Snapshot:
-    """What a full reading keeps to bound the next ones (see the module docstring)."""
+    """What a full reading keeps to bound the next ones (module docstring), brought up to date
+    slot by slot as the reservoir changes: the changed rows' terms at the reading's estimate."""
 
     def __init__(
         self,
@@ -67,29 +68,71 @@ class _Snapshot:
         prior: np.ndarray,
         pseudo: np.ndarray,
         weighted: np.ndarray,
-        rules: np.ndarray,
         matrices: np.ndarray,
     ) -> None:
         posteriors = estimate.reservoir_by_class
-        ratio = posteriors / estimate.source_prior[:, None]
-        mixture = prior @ ratio
-        scaled = (ratio[:-1] - ratio[-1]) / mixture  # d log m_i / d z_k, (C - 1, n)
-        self.n_seen, self.size = estimate.n_seen, posteriors.shape[1]
-        self.row_weight = self.n_seen / self.size
+        n_classes, size = posteriors.shape
+        scaled = _log_mixture_slopes(posteriors, estimate.source_prior, prior)
+        self.n_seen, self.size = estimate.n_seen, size
         self.prior = prior
         self.prior_gradient = pseudo[:-1] / prior[:-1] - pseudo[-1] / prior[-1]
-        self.gradient = self.row_weight * scaled.sum(axis=1) + self.prior_gradient
-        curvature = self.row_weight * (scaled @ scaled.T)
+        row_weight = self.n_seen / size
+        curvature = row_weight * (scaled @ scaled.T)
         curvature += np.diag(pseudo[:-1] / prior[:-1] ** 2) + pseudo[-1] / prior[-1] ** 2
+        #: the smallest eigenvalue of -Hess F at the estimate (free coordinates)
         self.curvature = float(np.linalg.eigvalsh(curvature)[0])
-        self.scaled, self.scaled_norms = scaled, (scaled * scaled).sum(axis=0)
-        self.weighted, self.rules, self.matrices = weighted, rules.copy(), matrices
-        n_classes = len(prior)
+        # per slot, as the reservoir is now: the rows' slopes and re-weighted posteriors at the
+        # estimate (zero where no row is yet)
+        self.scaled = np.zeros((n_classes - 1, estimate.capacity))
+        self.scaled[:, :size] = scaled
+        self.weighted = np.zeros((n_classes, estimate.capacity))
+        self.weighted[:, :size] = weighted
+        self.norms = (scaled * scaled).sum(axis=0)  # ||f_i||^2 / m_i^2 of the rows kept then
+        self.slope_sum = scaled.sum(axis=1)
+        self.matrices = matrices.copy()
+        self._classes = np.arange(n_classes, dtype=np.intp)
+        self.replaced = np.zeros(size, dtype=bool)
+        self.removed = 0.0  # sum of norms of the rows kept then and replaced since
         # the largest ball (free coordinates) inside the box: |dq_y| <= |dz| for y < C, and
         # |dq_C| <= sqrt(C - 1) |dz|
         shares = np.append(prior[:-1], prior[-1] / math.sqrt(n_classes - 1))
         self.radius = float(shares.min()) * BOX / (1.0 + BOX)
         self.spread = np.append(np.ones(n_classes - 1), math.sqrt(n_classes - 1))
+
+    def update(
+        self,
+        estimate: OnlinePriorEstimate,
+        changed: np.ndarray,
+        old_rules: np.ndarray,
+        new_rules: np.ndarray,
+    ) -> None:
+        """Replace the terms of the ``changed`` slots (their rules before and after)."""
+        if not changed.size:
+            return
+        columns = estimate.reservoir_by_class[:, changed]
+        ratio = columns / estimate.source_prior[:, None]
+        mixture = self.prior @ ratio
+        scaled = (ratio[:-1] - ratio[-1]) / mixture
+        weighted = ratio * self.prior[:, None] / mixture
+        self.slope_sum += scaled.sum(axis=1) - self.scaled[:, changed].sum(axis=1)
+        # the new rows' terms in, the old ones out: one product (C, 2k) @ (2, 2k, C)
+        signed = np.concatenate([weighted, -self.weighted[:, changed]], axis=1)
+        rules = np.concatenate([new_rules, old_rules], axis=1)
+        self.matrices += signed @ (rules[:, :, None] == self._classes)
+        self.scaled[:, changed], self.weighted[:, changed] = scaled, weighted
+        kept = changed[changed < self.size]
+        first = kept[~self.replaced[kept]]
+        if first.size:
+            self.replaced[first] = True
+            self.removed += float(self.norms[first].sum())
+
+
+def _log_mixture_slopes(
+    posteriors: np.ndarray, source_prior: np.ndarray, prior: np.ndarray
+) -> np.ndarray:
+    """f_i / m_i: the slopes of each row's log m_i in the free coordinates, (C - 1, n)."""
+    ratio = posteriors / source_prior[:, None]
+    return (ratio[:-1] - ratio[-1]) / (prior @ ratio)
 
 
 class LabelShiftReading:
@@ -125,8 +168,10 @@ class LabelShiftReading:
         self._pseudo = self.strength * estimate.source_prior
         self._prior = estimate.source_prior.copy()
         self._current = True
-        # both rules' predictions of every reservoir slot, kept up to date slot by slot
+        # both rules' predictions of every reservoir slot, brought up to date slot by slot;
+        # slots written after stream row ``_until`` are not in it yet
         self._rules = np.zeros((2, estimate.capacity), dtype=np.intp)
+        self._until = 0
         self._snapshot: _Snapshot | None = None
         # full readings to go before the next snapshot (the bound failed right after one)
         self._snapshot_wait, self._snapshot_backoff = 0, 1
@@ -147,40 +192,54 @@ class LabelShiftReading:
     def favours_balanced(self) -> bool:
         """Whether the balanced rule's expected objective is at least argmax's on the
         reservoir re-weighted by the reading's estimate."""
-        estimate = self.estimate
+        self._bring_up_to_date()
         snapshot = self._snapshot
-        if snapshot is None or estimate.n_seen < snapshot.n_seen:
-            self._refresh_rules(None)
-            return self._full_reading()
-        size = estimate.reservoir_by_class.shape[1]
-        changed = np.flatnonzero(estimate.written_at[:size] > snapshot.n_seen)
-        self._refresh_rules(changed)
-        answer = self._bounded_answer(snapshot, changed)
-        if answer is not None:
-            self.bounded_readings += 1
-            self._current = False
-            self._snapshot_backoff = 1
-            return answer
-        if self.bounded_readings == self._bounded_at_snapshot:
-            # the bound failed at once: the next full readings keep no snapshot for a while
-            self._snapshot_wait = self._snapshot_backoff
-            self._snapshot_backoff = min(2 * self._snapshot_backoff, 64)
+        if snapshot is not None:
+            answer = self._bounded_answer(snapshot)
+            if answer is not None:
+                self.bounded_readings += 1
+                self._current = False
+                self._snapshot_backoff = 1
+                return answer
+            if self.bounded_readings == self._bounded_at_snapshot:
+                # the bound failed at once: the next full readings keep no snapshot for a while
+                self._snapshot_wait = self._snapshot_backoff
+                self._snapshot_backoff = min(2 * self._snapshot_backoff, 64)
         return self._full_reading()
+
+    def _bring_up_to_date(self) -> None:
+        """The rules (and the snapshot's terms) of the slots written since the last call."""
+        estimate = self.estimate
+        posteriors = estimate.reservoir_by_class
+        if estimate.n_seen < self._until:  # the estimate forgot its stream
+            self._until, self._snapshot = 0, None
+        changed = np.flatnonzero(estimate.written_at[: posteriors.shape[1]] > self._until)
+        self._until = estimate.n_seen
+        if self._snapshot is None:
+            self._refresh_rules(posteriors[:, changed], changed)
+            return
+        old_rules = self._rules[:, changed]
+        new_rules = self._refresh_rules(posteriors[:, changed], changed)
+        self._snapshot.update(estimate, changed, old_rules, new_rules)
+
+    def _refresh_rules(self, columns: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """Both rules' predictions of the given slots' rows (C, k), stored and returned: the
+        values of :func:`~adaptable.core.decision.argmax_by_class` (two classes: class 1
+        where it is strictly more probable, the same comparison)."""
+        rules = np.empty((2, columns.shape[1]), dtype=np.intp)
+        balanced = columns * self.balanced_weights[:, None]
+        if len(columns) == 2:
+            np.greater(columns[1], columns[0], out=rules[0], casting="unsafe")
+            np.greater(balanced[1], balanced[0], out=rules[1], casting="unsafe")
+        else:
+            rules[0], rules[1] = argmax_by_class(columns), argmax_by_class(balanced)
+        self._rules[:, slots] = rules
+        return rules
 
     # ------------------------------------------------------------------ the full reading
     def _estimate(self) -> np.ndarray:
         estimate = self.estimate
         return estimate.estimate_with(estimate.source_prior, self.strength, self._prior)
-
-    def _refresh_rules(self, changed: np.ndarray | None) -> None:
-        """Both rules' predictions of the changed slots (``None``: every slot)."""
-        posteriors = self.estimate.reservoir_by_class
-        if changed is None:
-            columns, target = posteriors, slice(0, posteriors.shape[1])
-        else:
-            columns, target = posteriors[:, changed], changed
-        self._rules[0, target] = argmax_by_class(columns)
-        self._rules[1, target] = argmax_by_class(columns * self.balanced_weights[:, None])
 
     def _full_reading(self) -> bool:
         estimate = self.estimate
@@ -195,51 +254,38 @@ class LabelShiftReading:
         if self._snapshot_wait > 0:
             self._snapshot_wait -= 1
         elif estimate.last_estimate_converged:
-            self._snapshot = _Snapshot(
-                estimate, self._prior, self._pseudo, weighted, rules, matrices
-            )
+            self._snapshot = _Snapshot(estimate, self._prior, self._pseudo, weighted, matrices)
         return bool(balanced_score >= source_score)
 
     # ------------------------------------------------------------------ the bound
-    def _bounded_answer(self, snapshot: _Snapshot, changed: np.ndarray) -> bool | None:
+    def _bounded_answer(self, snapshot: _Snapshot) -> bool | None:
         """The full reading's answer where the bound proves it, else ``None``."""
         estimate = self.estimate
-        source_prior, prior = estimate.source_prior, snapshot.prior
-        row_weight = estimate.n_seen / estimate.reservoir_by_class.shape[1]
-        columns = estimate.reservoir_by_class[:, changed]
-        ratio = columns / source_prior[:, None]
-        mixture = prior @ ratio
-        scaled = (ratio[:-1] - ratio[-1]) / mixture
-        old = changed[changed < snapshot.size]
+        prior = snapshot.prior
+        size = estimate.reservoir_by_class.shape[1]
+        row_weight = estimate.n_seen / size
         # 1. the estimate's move
-        gradient = (row_weight / snapshot.row_weight) * (
-            snapshot.gradient - snapshot.prior_gradient
-        ) + snapshot.prior_gradient
-        gradient += row_weight * (scaled.sum(axis=1) - snapshot.scaled[:, old].sum(axis=1))
-        curvature = snapshot.curvature - row_weight * float(snapshot.scaled_norms[old].sum())
+        curvature = snapshot.curvature - row_weight * snapshot.removed
         if not curvature > 0:
             return None
         mu = curvature / (1.0 + BOX) ** 2
-        norm = float(np.sqrt(gradient @ gradient))
+        gradient = row_weight * snapshot.slope_sum + snapshot.prior_gradient
+        # (rounding in the running sum: far below any gradient the bound lets through)
+        norm = float(np.sqrt(gradient @ gradient)) + 1e-9 * row_weight * size
         if not 2.0 * norm / mu < snapshot.radius:
             return None
-        move = (norm / mu + NEWTON_SLACK) * snapshot.spread / prior
-        low, high = 1.0 - float(move.max()), 1.0 + float(move.max())
-        if not low > 0:
+        move = float(((norm / mu + NEWTON_SLACK) * snapshot.spread / prior).max())
+        if not move < 1.0:
             return None
-        factor = (high / low) * (1.0 + 1e-9)
+        factor = (1.0 + move) / (1.0 - move) * (1.0 + 1e-9)
         # 2. the scores at the old estimate on the current reservoir, then their ranges
-        weighted = ratio * prior[:, None] / mixture
-        rules = self._rules[:, changed]
-        matrices = snapshot.matrices + expected_confusion(weighted.T, rules)
-        if len(old):
-            matrices -= expected_confusion(snapshot.weighted[:, old].T, snapshot.rules[:, old])
+        matrices = snapshot.matrices
         actual = matrices.sum(axis=-1)
         if np.any((actual > 0) & (actual < 1e-6)):  # a class about to vanish: read in full
             return None
-        low_scores, high_scores = score_bounds(np.maximum(matrices, 0.0), self.objective, factor)
-        if low_scores[1] - high_scores[0] > SCORE_SLACK:
+        low, high = score_bounds(np.maximum(matrices, 0.0), self.objective, factor)
+        if low[1] - high[0] > SCORE_SLACK:
             return True
-        if high_scores[1] - low_scores[0] < -SCORE_SLACK:
+        if high[1] - low[0] < -SCORE_SLACK:
             return False
         return None
