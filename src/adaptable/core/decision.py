@@ -125,6 +125,10 @@ def score_bounds(
         (0.7727, 0.85, 0.935)
     """
     matrix = np.asarray(matrices, dtype=np.float64)
+    if matrix.shape == (2, 2, 2) and objective == "macro_f1":
+        # two rules, two classes (every batch of the common case): scalars
+        bounds = [_binary_f1_bounds(*pair, factor) for pair in matrix.tolist()]
+        return np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
     n_classes = matrix.shape[-1]
     tp = matrix.reshape(*matrix.shape[:-2], n_classes * n_classes)[..., :: n_classes + 1]
     actual = matrix.sum(axis=-1)
@@ -149,6 +153,22 @@ def score_bounds(
         count = np.maximum(present.sum(axis=-1), 1)
         return low.sum(axis=-1) / count, high.sum(axis=-1) / count
     raise ValueError(f"objective must be one of {OBJECTIVES}; got {objective!r}.")
+
+
+def _binary_f1_bounds(
+    actual_0: list[float], actual_1: list[float], factor: float
+) -> tuple[float, float]:
+    """:func:`score_bounds` of one 2 x 2 matrix for macro-F1, in scalars."""
+    (tn, fp), (fn, tp) = actual_0, actual_1
+    low = high = 0.0
+    present = 0
+    for hit, actual, predicted in ((tn, tn + fp, tn + fn), (tp, fn + tp, fp + tp)):
+        if actual + predicted > 0:
+            present += 1
+            low += 2 * (hit / factor) / max(factor * actual + predicted, 1e-300)
+            high += 2 * hit * factor / max(actual / factor + predicted, 1e-300)
+    present = max(present, 1)
+    return low / present, high / present
 
 
 def _binary_score(actual_0: list[float], actual_1: list[float], objective: str) -> float:

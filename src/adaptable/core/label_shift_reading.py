@@ -60,7 +60,11 @@ SCORE_SLACK = 1e-9
 
 class _Snapshot:
     """What a full reading keeps to bound the next ones (module docstring), brought up to date
-    slot by slot as the reservoir changes: the changed rows' terms at the reading's estimate."""
+    slot by slot as the reservoir changes: the changed rows' terms at the reading's estimate.
+
+    ``scaled`` and ``weighted`` are the reading's buffers of ``capacity`` slots (reused from one
+    snapshot to the next), zero where no row is yet.
+    """
 
     def __init__(
         self,
@@ -69,25 +73,33 @@ class _Snapshot:
         pseudo: np.ndarray,
         weighted: np.ndarray,
         matrices: np.ndarray,
+        buffers: tuple[np.ndarray, np.ndarray],
     ) -> None:
-        posteriors = estimate.reservoir_by_class
-        n_classes, size = posteriors.shape
-        scaled = _log_mixture_slopes(posteriors, estimate.source_prior, prior)
+        n_classes, size = weighted.shape
         self.n_seen, self.size = estimate.n_seen, size
         self.prior = prior
-        self.prior_gradient = pseudo[:-1] / prior[:-1] - pseudo[-1] / prior[-1]
-        row_weight = self.n_seen / size
-        curvature = row_weight * (scaled @ scaled.T)
-        curvature += np.diag(pseudo[:-1] / prior[:-1] ** 2) + pseudo[-1] / prior[-1] ** 2
-        #: the smallest eigenvalue of -Hess F at the estimate (free coordinates)
-        self.curvature = float(np.linalg.eigvalsh(curvature)[0])
-        # per slot, as the reservoir is now: the rows' slopes and re-weighted posteriors at the
-        # estimate (zero where no row is yet)
-        self.scaled = np.zeros((n_classes - 1, estimate.capacity))
+        # q(y|x_i) / p_s(y) = weighted_y / p_y * m_i: the slopes f_i / m_i from the posteriors
+        # re-weighted at the estimate, which the reading computed already
+        self.ratio = prior / estimate.source_prior
+        self.inverse = 1.0 / prior
+        self.scaled, self.weighted = buffers
+        scaled = self.slopes(weighted)
         self.scaled[:, :size] = scaled
-        self.weighted = np.zeros((n_classes, estimate.capacity))
+        self.scaled[:, size:] = 0.0
         self.weighted[:, :size] = weighted
-        self.norms = (scaled * scaled).sum(axis=0)  # ||f_i||^2 / m_i^2 of the rows kept then
+        self.weighted[:, size:] = 0.0
+        self.prior_gradient = pseudo[:-1] * self.inverse[:-1] - pseudo[-1] * self.inverse[-1]
+        row_weight = self.n_seen / size
+        prior_curvature = pseudo * self.inverse**2
+        if n_classes == 2:
+            self.norms = scaled[0] * scaled[0]  # ||f_i||^2 / m_i^2 of the rows kept then
+            self.curvature = row_weight * float(self.norms.sum()) + float(prior_curvature.sum())
+        else:
+            self.norms = (scaled * scaled).sum(axis=0)
+            curvature = row_weight * (scaled @ scaled.T)
+            curvature += np.diag(prior_curvature[:-1]) + prior_curvature[-1]
+            #: the smallest eigenvalue of -Hess F at the estimate (free coordinates)
+            self.curvature = float(np.linalg.eigvalsh(curvature)[0])
         self.slope_sum = scaled.sum(axis=1)
         self.matrices = matrices.copy()
         self._classes = np.arange(n_classes, dtype=np.intp)
@@ -99,6 +111,12 @@ class _Snapshot:
         self.radius = float(shares.min()) * BOX / (1.0 + BOX)
         self.spread = np.append(np.ones(n_classes - 1), math.sqrt(n_classes - 1))
 
+    def slopes(self, weighted: np.ndarray) -> np.ndarray:
+        """f_i / m_i, (C - 1, n), from the re-weighted posteriors at the estimate (C, n)."""
+        if len(weighted) == 2:
+            return (weighted[0] * self.inverse[0] - weighted[1] * self.inverse[1])[None, :]
+        return weighted[:-1] * self.inverse[:-1, None] - weighted[-1] * self.inverse[-1]
+
     def update(
         self,
         estimate: OnlinePriorEstimate,
@@ -109,30 +127,20 @@ class _Snapshot:
         """Replace the terms of the ``changed`` slots (their rules before and after)."""
         if not changed.size:
             return
-        columns = estimate.reservoir_by_class[:, changed]
-        ratio = columns / estimate.source_prior[:, None]
-        mixture = self.prior @ ratio
-        scaled = (ratio[:-1] - ratio[-1]) / mixture
-        weighted = ratio * self.prior[:, None] / mixture
+        weighted = estimate.reservoir_by_class[:, changed] * self.ratio[:, None]
+        weighted /= weighted.sum(axis=0)
+        scaled = self.slopes(weighted)
         self.slope_sum += scaled.sum(axis=1) - self.scaled[:, changed].sum(axis=1)
         # the new rows' terms in, the old ones out: one product (C, 2k) @ (2, 2k, C)
         signed = np.concatenate([weighted, -self.weighted[:, changed]], axis=1)
         rules = np.concatenate([new_rules, old_rules], axis=1)
         self.matrices += signed @ (rules[:, :, None] == self._classes)
         self.scaled[:, changed], self.weighted[:, changed] = scaled, weighted
-        kept = changed[changed < self.size]
+        kept = changed[changed < self.size] if changed[-1] >= self.size else changed
         first = kept[~self.replaced[kept]]
         if first.size:
             self.replaced[first] = True
             self.removed += float(self.norms[first].sum())
-
-
-def _log_mixture_slopes(
-    posteriors: np.ndarray, source_prior: np.ndarray, prior: np.ndarray
-) -> np.ndarray:
-    """f_i / m_i: the slopes of each row's log m_i in the free coordinates, (C - 1, n)."""
-    ratio = posteriors / source_prior[:, None]
-    return (ratio[:-1] - ratio[-1]) / (prior @ ratio)
 
 
 class LabelShiftReading:
@@ -173,6 +181,7 @@ class LabelShiftReading:
         self._rules = np.zeros((2, estimate.capacity), dtype=np.intp)
         self._until = 0
         self._snapshot: _Snapshot | None = None
+        self._buffers: tuple[np.ndarray, np.ndarray] | None = None
         # full readings to go before the next snapshot (the bound failed right after one)
         self._snapshot_wait, self._snapshot_backoff = 0, 1
         self._bounded_at_snapshot = 0
@@ -254,7 +263,15 @@ class LabelShiftReading:
         if self._snapshot_wait > 0:
             self._snapshot_wait -= 1
         elif estimate.last_estimate_converged:
-            self._snapshot = _Snapshot(estimate, self._prior, self._pseudo, weighted, matrices)
+            if self._buffers is None:
+                n_classes = len(self._prior)
+                self._buffers = (
+                    np.zeros((n_classes - 1, estimate.capacity)),
+                    np.zeros((n_classes, estimate.capacity)),
+                )
+            self._snapshot = _Snapshot(
+                estimate, self._prior, self._pseudo, weighted, matrices, self._buffers
+            )
         return bool(balanced_score >= source_score)
 
     # ------------------------------------------------------------------ the bound
