@@ -198,7 +198,7 @@ def bench_dataset(
             for batch in batches:
                 method.predict_proba(batch)
 
-        pair = timed_pair(run_model, run_adaptable, args.repeats)
+        pair = timed_pair(run_model, run_adaptable, args.repeats, args.clock)
         us = lambda seconds, rows=rows: 1e6 * seconds / rows  # noqa: E731
         end_to_end.append(
             f"| {name} | {size} | {us(pair['baseline_median']):.2f} | "
@@ -214,7 +214,7 @@ def bench_dataset(
             for z, batch in zip(logits, batches, strict=True):
                 method.adapt_logits(z, batch)
 
-        l_med, l_min = timed(run_adapt_logits, args.repeats)
+        l_med, l_min = timed(run_adapt_logits, args.repeats, args.clock)
         prepared, calls = "-", "-"
         if getattr(method, "encoder_", None) is not None and hasattr(method, "_adapt"):
             # the batches encoded in advance: the calibrator and the decider alone
@@ -226,7 +226,7 @@ def bench_dataset(
                 for z, batch in zip(logits64, encoded, strict=True):
                     method._adapt(z, batch, None)
 
-            c_med, c_min = timed(run_core, args.repeats)
+            c_med, c_min = timed(run_core, args.repeats, args.clock)
             prepared = f"{us(c_med):.2f} / {us(c_min):.2f}"
             # the calls of the middle batch, the stream before it already adapted
             method.reset()
@@ -247,7 +247,7 @@ def bench_dataset(
                 for batch, answer in zip(batches, labels, strict=True):
                     method.partial_fit(batch, answer["y"].to_numpy())
 
-            p_med, p_min = timed(run_labelled, args.repeats)
+            p_med, p_min = timed(run_labelled, args.repeats, args.clock)
             labelled.append(f"| {name} | {size} | {us(p_med):.2f} / {us(p_min):.2f} |")
         print(f"  {name} batch {size}: done", file=sys.stderr, flush=True)
     fit = measure_fit(name, args.data_dir, args.cache_dir, args.preset)
@@ -295,6 +295,13 @@ def main() -> None:
         default=None,
         help="default preset: AdapTable(stream_check=...) (default: the adapter's own default)",
     )
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="what the timings read: wall time, or the process's CPU time (steadier on a "
+        "machine shared with other work; fit is timed on the wall clock either way)",
+    )
     parser.add_argument("--fit-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fit_child:
@@ -305,7 +312,8 @@ def main() -> None:
         f"AdapTable(preset={args.preset!r}, fallback={args.fallback!r}, "
         f"stream_check={args.stream_check or AdapTable().stream_check!r}); "
         f"torch threads {torch.get_num_threads()}, {args.repeats} repeats, >= {args.rows} rows "
-        f"per repeat, load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+        f"per repeat, {args.clock} clock, scenario {args.scenario}, "
+        f"load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
     )
     tables: dict[str, list[str]] = {"e2e": [], "core": [], "labelled": [], "fit": []}
     for name in args.datasets:
