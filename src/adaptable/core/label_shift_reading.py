@@ -51,7 +51,7 @@ from adaptable.core.prior_estimate import OnlinePriorEstimate
 
 #: half-width of the box around the last estimate, relative to each class's share, in which the
 #: curvature bound holds
-BOX = 0.1
+BOX = 0.2
 #: how far a converged Newton estimate may be from the maximiser (its last step is below 1e-10)
 NEWTON_SLACK = 1e-7
 #: the bound on the scores' difference must clear zero by this (rounding in the scores)
