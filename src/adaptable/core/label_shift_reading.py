@@ -20,8 +20,9 @@ the concave objective whose maximiser is the reading's estimate):
    stream and the reservoir rows that changed since q^ (b of them replaced) each take at most
    ||f_i||^2 / m_i^2 out of L, so the smallest eigenvalue is at least
    mu = (Lambda^ - w sum_replaced ||f_i||^2 / m_i(q^)^2) / (1 + eps)^2, Lambda^ the smallest
-   eigenvalue of -Hess at the last reading. F's gradient g at q^ is the last reading's residual
-   gradient plus the changed rows' terms and the growth of w (O(changed rows)). F being
+   eigenvalue of -Hess at the last reading. F's gradient g at q^ is w times the sum of the
+   rows' slopes f_i / m_i(q^), kept slot by slot as rows change (O(batch) per batch), plus the
+   prior's gradient (the residual gradient of the last reading's Newton included). F being
    mu-strongly concave on the largest ball of radius rho inside B, the maximiser lies within
    ||g|| / mu of q^ once 2 ||g|| / mu < rho (on the sphere of radius rho, F(q) <= F(q^) +
    ||g|| rho - mu rho^2 / 2 < F(q^)). Newton's method, stopped on a step below 1e-10 with
@@ -36,8 +37,11 @@ the concave objective whose maximiser is the reading's estimate):
    above argmax's (or wholly below), the full reading would give that answer.
 
 The answer is therefore the one the full reading gives whenever the full reading's Newton ends
-within ``NEWTON_SLACK`` of the maximiser (it always has on the benchmarks: the outputs are the
-same to the bit). The estimate itself (:attr:`LabelShiftReading.prior`) is recomputed on demand.
+within ``NEWTON_SLACK`` of the maximiser (a snapshot is kept only after a Newton run that
+stopped on its tolerance). A full reading starts Newton from the last full reading's estimate,
+so after bounded answers its estimate can differ from one warm-started batch by batch in the
+last bits; the answer can differ only where the two rules' scores tie to rounding. The estimate
+itself (:attr:`LabelShiftReading.prior`) is computed on demand after a bounded answer.
 """
 
 from __future__ import annotations
