@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -581,48 +581,47 @@ def _from_blocks(
         block_of, row_in_block = manager.blknos, manager.blklocs
     except AttributeError:  # another pandas: the public path
         return None, None
-    n_rows = len(frame)
-    numbers = _gather_numbers(
-        _gather(blocks, block_of, row_in_block, numeric_pos, n_rows, _is_number)
-    )
-    objects = _gather(blocks, block_of, row_in_block, category_pos, n_rows, _is_object)
-    return numbers, objects
-
-
-def _is_number(values: Any) -> bool:
-    """A block of plain numpy numbers (not an extension array such as ``Int64``)."""
-    return isinstance(values, np.ndarray) and values.ndim == 2 and values.dtype.kind in "biuf"
-
-
-def _is_object(values: Any) -> bool:
-    """A block of Python objects (not an extension array such as ``str`` or ``category``)."""
-    return isinstance(values, np.ndarray) and values.ndim == 2 and values.dtype == object
+    # one pass over the blocks: plain numpy numbers and plain Python objects (extension arrays
+    # such as Int64, str or category are neither, and leave their columns to the usual path)
+    numbers: list[np.ndarray] = []
+    objects: list[np.ndarray] = []
+    number_first = np.full(len(blocks), -1, dtype=np.intp)
+    object_first = np.full(len(blocks), -1, dtype=np.intp)
+    number_rows = object_rows = 0
+    for index, values in enumerate(blocks):
+        if type(values) is not np.ndarray or values.ndim != 2:
+            continue
+        kind = values.dtype.kind
+        if kind in "biuf":
+            number_first[index] = number_rows
+            number_rows += len(values)
+            numbers.append(values)
+        elif kind == "O":
+            object_first[index] = object_rows
+            object_rows += len(values)
+            objects.append(values)
+    located = (block_of, row_in_block, len(frame))
+    gathered_numbers = _gather(numbers, number_first, numeric_pos, *located)
+    return _gather_numbers(gathered_numbers), _gather(objects, object_first, category_pos, *located)
 
 
 def _gather(
     blocks: list[np.ndarray],
+    first: np.ndarray,
+    positions: np.ndarray,
     block_of: np.ndarray,
     row_in_block: np.ndarray,
-    positions: np.ndarray,
     n_rows: int,
-    usable: Callable[[np.ndarray], bool],
 ) -> np.ndarray | None:
-    """The frame columns at ``positions`` as an (n, len(positions)) array from the blocks
-    (k, n) that pass ``usable``, concatenated; ``None`` where one lies in another block."""
+    """The frame columns at ``positions`` as an (n, len(positions)) array from ``blocks``
+    (k, n) concatenated, ``first`` the first row of each frame block in that concatenation (-1:
+    not among them); ``None`` where a column lies in another block."""
     if not positions.size:
         return np.empty((n_rows, 0), dtype=object)
-    # the first row of each usable block in their concatenation (-1: not usable)
-    first = np.full(len(blocks), -1, dtype=np.intp)
-    kept, row = [], 0
-    for number, values in enumerate(blocks):
-        if usable(values):
-            first[number] = row
-            row += len(values)
-            kept.append(values)
     starts = first[block_of[positions]]
-    if not kept or starts.min() < 0:
+    if not blocks or starts.min() < 0:
         return None
-    joined = kept[0] if len(kept) == 1 else np.concatenate(kept)
+    joined = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
     return joined[starts + row_in_block[positions]].T
 
 
