@@ -60,6 +60,9 @@ BOX = 0.2
 NEWTON_SLACK = 1e-7
 #: the bound on the scores' difference must clear zero by this (rounding in the scores)
 SCORE_SLACK = 1e-9
+#: no snapshot is kept where the last call found more than this share of the reservoir changed
+#: (large batches move the estimate too far for the bound; the snapshot would only cost)
+SNAPSHOT_CHANGE = 0.125
 
 
 class _Snapshot:
@@ -189,6 +192,7 @@ class LabelShiftReading:
         # full readings to go before the next snapshot (the bound failed right after one)
         self._snapshot_wait, self._snapshot_backoff = 0, 1
         self._bounded_at_snapshot = 0
+        self._last_changed = 0
         #: full readings and readings answered by the bound, since the start of the stream
         self.full_readings = 0
         self.bounded_readings = 0
@@ -228,6 +232,7 @@ class LabelShiftReading:
             self._until, self._snapshot = 0, None
         changed = np.flatnonzero(estimate.written_at[: posteriors.shape[1]] > self._until)
         self._until = estimate.n_seen
+        self._last_changed = len(changed)
         if self._snapshot is None:
             self._refresh_rules(posteriors[:, changed], changed)
             return
@@ -266,7 +271,10 @@ class LabelShiftReading:
         self._snapshot, self._bounded_at_snapshot = None, self.bounded_readings
         if self._snapshot_wait > 0:
             self._snapshot_wait -= 1
-        elif estimate.last_estimate_converged:
+        elif (
+            estimate.last_estimate_converged
+            and self._last_changed <= SNAPSHOT_CHANGE * estimate.reservoir_by_class.shape[1]
+        ):
             if self._buffers is None:
                 n_classes = len(self._prior)
                 self._buffers = (
