@@ -27,8 +27,15 @@ than of ``fit``.
 
 The core table times ``adapt_logits(logits, X_batch)`` on logits computed in advance (the
 calibrator's own encoding of the batch included, the model call excluded) and, where the
-estimator exposes them (``encoder_`` / ``_adapt``; internal, may change), the shift trend, the
-calibrator and the label handler on batches encoded in advance (paper preset).
+estimator exposes them (``encoder_`` / ``_adapt``; internal, may change), the adaptation on
+batches encoded in advance (paper preset: the shift trend, the calibrator and the label
+handler; default preset: the calibrator and the decider). Beside the times it gives the calls
+of one batch in the middle of the stream (``sys.setprofile``): the numpy functions and array
+methods called (numpy's own Python functions counted once, not the calls inside them; ufuncs
+and operators on arrays are not calls the hook sees) and all function calls, Python and C.
+
+The labelled-rows table times ``AdapTable.partial_fit(X, y)`` (labels arriving for rows already
+predicted) per row, where the estimator has it.
 
 Usage:
     python benchmarks/bench_adaptation.py --data-dir /path/to/data
@@ -40,6 +47,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import os
@@ -47,6 +55,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -73,6 +82,39 @@ def load(name: str, data_dir: str | None, cache_dir: str | None) -> tuple[Any, A
     dataset = datasets.load(name, data_dir=data_dir)
     model = models.train("mlp", dataset, seed=0, cache_dir=cache_dir, device="cpu")
     return dataset, model
+
+
+def calls_of(function: Callable[[], Any]) -> tuple[int, int]:
+    """(numpy calls, all calls) made by one run of ``function`` (see the module docstring)."""
+    numpy_dir = os.path.dirname(np.__file__)
+    counts = {"numpy": 0, "all": 0}
+    depth = [0]  # nesting inside numpy's own Python functions
+
+    def owner_is_numpy(c_function: Any) -> bool:
+        owner = getattr(c_function, "__self__", None)
+        module = getattr(c_function, "__module__", None) or type(owner).__module__
+        return isinstance(module, str) and module.split(".")[0] == "numpy"
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            counts["all"] += 1
+            if frame.f_code.co_filename.startswith(numpy_dir):
+                if depth[0] == 0:
+                    counts["numpy"] += 1
+                depth[0] += 1
+        elif event == "return" and frame.f_code.co_filename.startswith(numpy_dir):
+            depth[0] = max(depth[0] - 1, 0)
+        elif event == "c_call":
+            counts["all"] += 1
+            if depth[0] == 0 and owner_is_numpy(arg):
+                counts["numpy"] += 1
+
+    sys.setprofile(hook)
+    try:
+        function()
+    finally:
+        sys.setprofile(None)
+    return counts["numpy"], counts["all"]
 
 
 def rss_mib() -> float:
@@ -124,10 +166,12 @@ def bench_dataset(
     if args.scenario == "natural":
         order = np.random.default_rng(0).permutation(len(dataset.test.y))
         X = dataset.test.X.iloc[order].reset_index(drop=True)
+        y = np.asarray(dataset.test.y)[order]
     else:
         from adaptable import shifts
 
-        X = shifts.apply(args.scenario, dataset, seed=0).X
+        stream = shifts.apply(args.scenario, dataset, seed=0)
+        X, y = stream.X, np.asarray(stream.y)
     options = (
         {
             "fallback": args.fallback,
@@ -139,9 +183,10 @@ def bench_dataset(
     )
     method = AdapTable(preset=args.preset, random_state=0, **options)
     method.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
-    end_to_end, core = [], []
+    end_to_end, core, labelled = [], [], []
     for size in args.batch_sizes:
         batches = batches_of(X, size, args.rows)
+        labels = batches_of(pd.DataFrame({"y": y}), size, args.rows)
         rows = sum(len(b) for b in batches)
 
         def run_model(batches: list[pd.DataFrame] = batches) -> None:
@@ -153,7 +198,7 @@ def bench_dataset(
             for batch in batches:
                 method.predict_proba(batch)
 
-        pair = timed_pair(run_model, run_adaptable, args.repeats)
+        pair = timed_pair(run_model, run_adaptable, args.repeats, args.clock)
         us = lambda seconds, rows=rows: 1e6 * seconds / rows  # noqa: E731
         end_to_end.append(
             f"| {name} | {size} | {us(pair['baseline_median']):.2f} | "
@@ -169,11 +214,10 @@ def bench_dataset(
             for z, batch in zip(logits, batches, strict=True):
                 method.adapt_logits(z, batch)
 
-        l_med, l_min = timed(run_adapt_logits, args.repeats)
-        prepared = "-"
-        # the shift trend exists only where the graph calibrator runs (the paper preset)
-        if getattr(getattr(method, "calibrator_", None), "layout", None) is not None:
-            # the batches encoded in advance: the core is the shift trend, g_phi and the handler
+        l_med, l_min = timed(run_adapt_logits, args.repeats, args.clock)
+        prepared, calls = "-", "-"
+        if getattr(method, "encoder_", None) is not None and hasattr(method, "_adapt"):
+            # the batches encoded in advance: the calibrator and the decider alone
             encoded = [method.encoder_.encode(b) for b in batches]
             logits64 = [np.asarray(z, dtype=np.float64) for z in logits]
 
@@ -182,12 +226,32 @@ def bench_dataset(
                 for z, batch in zip(logits64, encoded, strict=True):
                     method._adapt(z, batch, None)
 
-            c_med, c_min = timed(run_core, args.repeats)
+            c_med, c_min = timed(run_core, args.repeats, args.clock)
             prepared = f"{us(c_med):.2f} / {us(c_min):.2f}"
-        core.append(f"| {name} | {size} | {us(l_med):.2f} / {us(l_min):.2f} | {prepared} |")
+            # the calls of the middle batch, the stream before it already adapted
+            method.reset()
+            middle = len(batches) // 2
+            for z, batch in zip(logits[:middle], batches[:middle], strict=True):
+                method.adapt_logits(z, batch)
+            numpy_calls, all_calls = calls_of(
+                functools.partial(method.adapt_logits, logits[middle], batches[middle])
+            )
+            calls = f"{numpy_calls} / {all_calls}"
+        core.append(
+            f"| {name} | {size} | {us(l_med):.2f} / {us(l_min):.2f} | {prepared} | {calls} |"
+        )
+        if hasattr(AdapTable, "partial_fit"):
+
+            def run_labelled(batches: list = batches, labels: list = labels) -> None:
+                method.reset()
+                for batch, answer in zip(batches, labels, strict=True):
+                    method.partial_fit(batch, answer["y"].to_numpy())
+
+            p_med, p_min = timed(run_labelled, args.repeats, args.clock)
+            labelled.append(f"| {name} | {size} | {us(p_med):.2f} / {us(p_min):.2f} |")
         print(f"  {name} batch {size}: done", file=sys.stderr, flush=True)
     fit = measure_fit(name, args.data_dir, args.cache_dir, args.preset)
-    return end_to_end, core, fit
+    return end_to_end, core, labelled, fit
 
 
 def main() -> None:
@@ -231,6 +295,13 @@ def main() -> None:
         default=None,
         help="default preset: AdapTable(stream_check=...) (default: the adapter's own default)",
     )
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="what the timings read: wall time, or the process's CPU time (steadier on a "
+        "machine shared with other work; fit is timed on the wall clock either way)",
+    )
     parser.add_argument("--fit-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fit_child:
@@ -241,13 +312,15 @@ def main() -> None:
         f"AdapTable(preset={args.preset!r}, fallback={args.fallback!r}, "
         f"stream_check={args.stream_check or AdapTable().stream_check!r}); "
         f"torch threads {torch.get_num_threads()}, {args.repeats} repeats, >= {args.rows} rows "
-        f"per repeat, load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+        f"per repeat, {args.clock} clock, scenario {args.scenario}, "
+        f"load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
     )
-    tables: dict[str, list[str]] = {"e2e": [], "core": [], "fit": []}
+    tables: dict[str, list[str]] = {"e2e": [], "core": [], "labelled": [], "fit": []}
     for name in args.datasets:
-        e2e, core, fit = bench_dataset(name, args)
+        e2e, core, labelled, fit = bench_dataset(name, args)
         tables["e2e"] += e2e
         tables["core"] += core
+        tables["labelled"] += labelled
         tables["fit"].append(
             f"| {name} | {fit['seconds']:.2f} | {fit['rss_before']:.0f} | {fit['peak']:.0f} | "
             f"{fit['epochs']} |"
@@ -266,12 +339,20 @@ def main() -> None:
     print("| dataset | fit s | RSS before fit MiB | peak RSS MiB | post-training epochs |")
     print("|---|---|---|---|---|")
     print("\n".join(tables["fit"]))
-    print("\n### The adaptation alone: us per row, median / min\n")
+    print("\n### The adaptation alone: us per row, median / min; calls of one batch\n")
     print(
-        "| dataset | batch | adapt_logits (precomputed logits) | calibrator + handler (prepared) |"
+        "| dataset | batch | adapt_logits (precomputed logits) | calibrator + decider "
+        "(prepared batches) | numpy calls / all calls per batch (adapt_logits) |"
     )
-    print("|---|---|---|---|")
+    print("|---|---|---|---|---|")
     print("\n".join(tables["core"]))
+    print("\n### Labelled rows: AdapTable.partial_fit(X, y), us per row, median / min\n")
+    if hasattr(AdapTable, "partial_fit"):
+        print("| dataset | batch | partial_fit |")
+        print("|---|---|---|")
+        print("\n".join(tables["labelled"]))
+    else:
+        print("not available (this AdapTable has no partial_fit)")
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
 
 

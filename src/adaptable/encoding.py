@@ -184,6 +184,8 @@ class Encoder:
         # a batch's categorical cells are coded with one hash lookup for all of them.
         words = sorted(set().union(*self.categories_)) if self.categories_ else []
         self._vocabulary = pd.Index(words, dtype=object)
+        self._word_of = {word: i for i, word in enumerate(words)}
+        self._feature_index = np.arange(len(self.categories_))
         # Two extra columns: a word not in the vocabulary (-1), and a missing value (the code
         # of the feature's "nan" category, -1 when it has none).
         self._lookup = [{c: j for j, c in enumerate(cats)} for cats in self.categories_]
@@ -227,17 +229,20 @@ class Encoder:
         self._check_fitted()
         frame = self._frame(X)
         numeric_pos, category_pos = self._column_positions(frame, "transform")
-        values = _small_frame_values(frame)
-        num: np.ndarray | None = None
-        if values is not None and numeric_pos.size:
+        num, category_values = _from_blocks(frame, numeric_pos, category_pos)
+        values = None
+        if num is None or category_values is None:
+            values = _small_frame_values(frame)
+        if num is None and values is not None and numeric_pos.size:
             num = _numbers_or_none(values[:, numeric_pos])
         if num is None:
             num = _numeric_block(frame, self.numerical_)
         numeric = _standardised(num, self.mean_, self.scale_, self.numerical_)
-        if values is not None:
-            category_values = values[:, category_pos]
-        else:
-            category_values = _object_block(frame, self.categorical_)
+        if category_values is None:
+            if values is not None:
+                category_values = values[:, category_pos]
+            else:
+                category_values = _object_block(frame, self.categorical_)
         return EncodedBatch(numeric, self._codes(category_values, stacklevel=5))
 
     def transform_from(self, encoded: EncodedBatch) -> np.ndarray:
@@ -339,14 +344,18 @@ class Encoder:
         except TypeError:  # an unhashable cell (a list, say): every cell by the rule
             found = np.arange(len(cells))
             uniques = np.full(len(cells), None, dtype=object)
-        words = self._vocabulary.get_indexer(pd.Index(uniques, dtype=object, copy=False))
+        # the few distinct values looked up one by one (a dict: no index built per batch)
         unknown, missing = len(self._vocabulary), len(self._vocabulary) + 1
-        words[words < 0] = unknown
-        words = np.append(words, missing)  # index -1: the missing values
-        codes = self._code_table[np.arange(width), words[found].reshape(n, width)]
+        word_of = self._word_of
+        listed = uniques.tolist()
+        words = np.array(
+            [word_of.get(u, unknown) if type(u) is str else unknown for u in listed] + [missing],
+            dtype=np.intp,
+        )  # index -1: the missing values
+        codes = self._code_table[self._feature_index[:width], words[found].reshape(n, width)]
         # Values that are not strings (numbers, bools, other objects) follow the matching rule
         # of the module docstring, cell by cell: factorize merges 6, 6.0 and True.
-        special = np.flatnonzero([type(u) is not str for u in uniques])
+        special = np.flatnonzero([type(u) is not str for u in listed])
         if special.size:
             rows, features = np.nonzero(np.isin(found, special).reshape(n, width))
             memo: dict[tuple[int, type, object], int] = {}
@@ -550,6 +559,88 @@ def _require_unique(frame: pd.DataFrame, columns: Sequence[object], where: str) 
             f"Encoder.{where}: the input has duplicated column name(s) {described}; "
             "each feature must appear once."
         )
+
+
+def _from_blocks(
+    frame: pd.DataFrame, numeric_pos: np.ndarray, category_pos: np.ndarray
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The numerical columns as float64 (n, D_num), NaN -> 0, and the categorical columns as
+    an object array (n, D_cat), read from the frame's blocks of plain numpy arrays (each kind
+    in one concatenation) instead of one object array of the whole frame; ``None`` for a part
+    the blocks cannot give the same way (a numerical column of another dtype, an infinite
+    number; a categorical column whose values are not Python objects), which the caller then
+    reads the usual way.
+
+    The values are those of ``frame.to_numpy(dtype=object)`` read as numbers: a numpy integer,
+    float or bool converts to float64 exactly as its Python object does.
+    """
+    try:
+        manager = frame._mgr
+        blocks = [block.values for block in manager.blocks]
+        # each column's block and its row in that block (cached by pandas per frame)
+        block_of, row_in_block = manager.blknos, manager.blklocs
+    except AttributeError:  # another pandas: the public path
+        return None, None
+    # one pass over the blocks: plain numpy numbers and plain Python objects (extension arrays
+    # such as Int64, str or category are neither, and leave their columns to the usual path)
+    numbers: list[np.ndarray] = []
+    objects: list[np.ndarray] = []
+    number_first = np.full(len(blocks), -1, dtype=np.intp)
+    object_first = np.full(len(blocks), -1, dtype=np.intp)
+    number_rows = object_rows = 0
+    for index, values in enumerate(blocks):
+        if type(values) is not np.ndarray or values.ndim != 2:
+            continue
+        kind = values.dtype.kind
+        if kind in "biuf":
+            number_first[index] = number_rows
+            number_rows += len(values)
+            numbers.append(values)
+        elif kind == "O":
+            object_first[index] = object_rows
+            object_rows += len(values)
+            objects.append(values)
+    located = (block_of, row_in_block, len(frame))
+    gathered_numbers = _gather(numbers, number_first, numeric_pos, *located)
+    return _gather_numbers(gathered_numbers), _gather(objects, object_first, category_pos, *located)
+
+
+def _gather(
+    blocks: list[np.ndarray],
+    first: np.ndarray,
+    positions: np.ndarray,
+    block_of: np.ndarray,
+    row_in_block: np.ndarray,
+    n_rows: int,
+) -> np.ndarray | None:
+    """The frame columns at ``positions`` as an (n, len(positions)) array from ``blocks``
+    (k, n) concatenated, ``first`` the first row of each frame block in that concatenation (-1:
+    not among them); ``None`` where a column lies in another block."""
+    if not positions.size:
+        return np.empty((n_rows, 0), dtype=object)
+    starts = first[block_of[positions]]
+    if not blocks or starts.min() < 0:
+        return None
+    joined = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+    return joined[starts + row_in_block[positions]].T
+
+
+def _gather_numbers(gathered: np.ndarray | None) -> np.ndarray | None:
+    """The gathered numerical columns as float64 with NaN -> 0 (``None`` also where a value
+    is infinite, so that the usual path words the error)."""
+    if gathered is None:
+        return None
+    if not gathered.size:
+        return np.zeros(gathered.shape)
+    # a fresh array laid out column by column, as pandas' own conversion gives (sums over the
+    # rows later depend on the layout)
+    numbers_ = gathered.astype(np.float64)
+    finite = np.isfinite(numbers_)
+    if not finite.all():
+        if np.isinf(numbers_).any():
+            return None
+        numbers_[~finite] = 0.0
+    return numbers_
 
 
 def _small_frame_values(frame: pd.DataFrame) -> np.ndarray | None:

@@ -105,6 +105,72 @@ def score(matrix: np.ndarray, objective: str) -> float | np.ndarray:
     raise ValueError(f"objective must be one of {OBJECTIVES}; got {objective!r}.")
 
 
+def score_bounds(
+    matrices: np.ndarray, objective: str, factor: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bounds of :func:`score` of expected confusion matrices (..., C, C) whose
+    cells may each be scaled by any factor in [1 / ``factor``, ``factor``] (``factor`` >= 1)
+    while every column sum (the rows predicted each class, a count) stays as it is.
+
+    Each class's term of the score is bounded on its own: macro-F1's 2 tp / (actual +
+    predicted) between 2 (tp / f) / (f actual + predicted) and 2 f tp / (actual / f +
+    predicted); balanced accuracy's recall tp / actual within the factor f^2; accuracy's
+    sum(tp) / rows within f (the rows' count is the sum of the column sums). Classes present
+    stay present (a positive cell stays positive).
+
+    Example:
+        >>> m = np.array([[30.0, 10.0], [5.0, 55.0]])
+        >>> low, high = score_bounds(m, "accuracy", 1.1)
+        >>> round(float(low), 4), float(score(m, "accuracy")), round(float(high), 4)
+        (0.7727, 0.85, 0.935)
+    """
+    matrix = np.asarray(matrices, dtype=np.float64)
+    if matrix.shape == (2, 2, 2) and objective == "macro_f1":
+        # two rules, two classes (every batch of the common case): scalars
+        bounds = [_binary_f1_bounds(*pair, factor) for pair in matrix.tolist()]
+        return np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
+    n_classes = matrix.shape[-1]
+    tp = matrix.reshape(*matrix.shape[:-2], n_classes * n_classes)[..., :: n_classes + 1]
+    actual = matrix.sum(axis=-1)
+    if objective == "accuracy":
+        exact = tp.sum(axis=-1) / np.maximum(actual.sum(axis=-1), 1e-12)
+        return exact / factor, exact * factor
+    if objective == "balanced_accuracy":
+        present = actual > 0
+        recall = np.where(present, tp / np.maximum(actual, 1e-12), 0.0)
+        count = np.maximum(present.sum(axis=-1), 1)
+        exact = recall.sum(axis=-1) / count
+        return exact / factor**2, exact * factor**2
+    if objective == "macro_f1":
+        predicted = matrix.sum(axis=-2)
+        present = actual + predicted > 0
+        low = np.where(
+            present, 2 * (tp / factor) / np.maximum(factor * actual + predicted, 1e-300), 0.0
+        )
+        high = np.where(
+            present, 2 * tp * factor / np.maximum(actual / factor + predicted, 1e-300), 0.0
+        )
+        count = np.maximum(present.sum(axis=-1), 1)
+        return low.sum(axis=-1) / count, high.sum(axis=-1) / count
+    raise ValueError(f"objective must be one of {OBJECTIVES}; got {objective!r}.")
+
+
+def _binary_f1_bounds(
+    actual_0: list[float], actual_1: list[float], factor: float
+) -> tuple[float, float]:
+    """:func:`score_bounds` of one 2 x 2 matrix for macro-F1, in scalars."""
+    (tn, fp), (fn, tp) = actual_0, actual_1
+    low = high = 0.0
+    present = 0
+    for hit, actual, predicted in ((tn, tn + fp, tn + fn), (tp, fn + tp, fp + tp)):
+        if actual + predicted > 0:
+            present += 1
+            low += 2 * (hit / factor) / max(factor * actual + predicted, 1e-300)
+            high += 2 * hit * factor / max(actual / factor + predicted, 1e-300)
+    present = max(present, 1)
+    return low / present, high / present
+
+
 def _binary_score(actual_0: list[float], actual_1: list[float], objective: str) -> float:
     """:func:`score` of one 2 x 2 confusion matrix (rows: true class 0, 1), in scalars.
 

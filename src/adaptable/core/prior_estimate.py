@@ -95,6 +95,11 @@ class OnlinePriorEstimate:
         # class-major, (C, capacity): EM, the label-shift reading and the likelihood-ratio test
         # sum and compare over contiguous rows instead of along the short class axis
         self._columns = np.zeros((len(self.source_prior), self.capacity))
+        # the stream count n_seen right after each slot was last written: a reader that kept
+        # something per slot finds what changed since with one comparison
+        self.written_at = np.zeros(self.capacity, dtype=np.int64)
+        #: whether the last :meth:`estimate_with` stopped on its tolerance (not on a cap)
+        self.last_estimate_converged = False
         self._size = 0
         self.n_seen = 0
         self._block: tuple[int, np.ndarray] | None = None
@@ -118,6 +123,7 @@ class OnlinePriorEstimate:
         posteriors = np.asarray(posteriors, dtype=np.float64)
         room = min(self.capacity - self._size, len(posteriors))
         self._columns[:, self._size : self._size + room] = posteriors[:room].T
+        self.written_at[self._size : self._size + room] = self.n_seen + len(posteriors)
         self._size += room
         rest = posteriors[room:]
         if len(rest):
@@ -128,6 +134,7 @@ class OnlinePriorEstimate:
             slots = (self.uniforms(first, len(rest)) * index).astype(np.int64)
             keep = slots < self.capacity
             self._columns[:, slots[keep]] = rest[keep].T
+            self.written_at[slots[keep]] = self.n_seen + len(posteriors)
         self.n_seen += len(posteriors)
 
     def uniforms(self, first: int, count: int) -> np.ndarray:
@@ -218,6 +225,7 @@ class OnlinePriorEstimate:
 
         mixture = prior @ ratio  # sum_y q(y|x_i) p_t(y) / p_s(y), (n,)
         value = objective(prior, mixture)
+        self.last_estimate_converged = False
         for _ in range(max_iterations):
             full = _newton_direction(free / mixture, prior, pseudo, row_weight)
             # the longest step along the Newton direction that stays inside the simplex
@@ -234,8 +242,10 @@ class OnlinePriorEstimate:
                     break
                 length /= 2
             moved = float(np.abs(candidate - prior).max())
+            rose = candidate_value >= value - 1e-12
             prior, value, mixture = candidate, candidate_value, candidate_mixture
             if moved < tolerance:
+                self.last_estimate_converged = rose
                 break
         return prior / prior.sum()
 
@@ -334,6 +344,7 @@ class OnlinePriorEstimate:
         self.reset()
         self._columns[:, : len(reservoir)] = reservoir.T
         self._size = len(reservoir)
+        self.written_at[: len(reservoir)] = n_seen
         self.n_seen = n_seen
         self.prior = prior.copy()
 

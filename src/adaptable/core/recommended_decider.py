@@ -36,7 +36,6 @@ from adaptable.core.deciders import CalibratedBatch, Decider, Decision
 from adaptable.core.decision import (
     OBJECTIVES,
     RuleChoice,
-    argmax_by_class,
     between_weights,
     choose_rule,
     expected_confusion,
@@ -44,6 +43,7 @@ from adaptable.core.decision import (
     score,
 )
 from adaptable.core.label_shift import LabelShiftTest
+from adaptable.core.label_shift_reading import LabelShiftReading
 from adaptable.core.parameters import Constraint, Interval, StrOptions
 from adaptable.core.parts import FitContext, LoadContext, PartState
 from adaptable.core.prior_estimate import OnlinePriorEstimate, prior_center
@@ -185,12 +185,15 @@ class RecommendedDecider(Decider):
     def _start(self, expected: np.ndarray) -> None:
         """The per-stream state besides the test and the estimate."""
         self.expected_confusion = expected
-        # warm start of the label-shift reading's estimate (a cache: not saved)
-        self._reading_prior = self.source_prior_.copy()
         # argmax's and the balanced rule's class weights, (2, 1, C): both rules predict a batch
         # in one product (the balanced rule's are the weights its decision uses, 1 / p_s)
         n_classes = len(self.source_prior_)
         self._rule_weights = np.stack([np.ones(n_classes), 1.0 / self.source_prior_])[:, None, :]
+        # the label-shift reading, recomputed only when its answer could change (a cache: not
+        # saved; its estimate is warm-started from the last one)
+        self._reading = LabelShiftReading(
+            self.prior_estimate, self.prior_strength, self._rule_weights[1, 0], self.objective
+        )
 
     @property
     def online_prior(self) -> np.ndarray:
@@ -202,8 +205,8 @@ class RecommendedDecider(Decider):
 
     @property
     def reading_prior(self) -> np.ndarray:
-        """The label-shift reading's last estimate of the target label distribution, (C,)."""
-        return self._reading_prior.copy()
+        """The label-shift reading's estimate of the target label distribution, (C,)."""
+        return self._reading.prior
 
     # ------------------------------------------------------------------ one batch
     def decide(self, batch: CalibratedBatch) -> Decision:
@@ -284,21 +287,7 @@ class RecommendedDecider(Decider):
         this reading moves the other way. Updates :attr:`reading_prior`; the running estimate
         of the label-shift branch is left as it is.
         """
-        estimate = self.prior_estimate
-        self._reading_prior = estimate.estimate_with(
-            self.source_prior_, self.prior_strength, self._reading_prior
-        )
-        # Class-major (C, n) throughout: this runs on every batch where the model's reading
-        # favours the balanced rule, over the whole reservoir.
-        posteriors = estimate.reservoir_by_class
-        balanced_weights = self._rule_weights[1, 0][:, None]
-        rules = np.stack(
-            [argmax_by_class(posteriors), argmax_by_class(posteriors * balanced_weights)]
-        )
-        weighted = estimate.target_posteriors_by_class(self._reading_prior)
-        matrices = expected_confusion(weighted.T, rules)
-        source_score, balanced_score = score(matrices, self.objective)
-        return bool(balanced_score >= source_score)
+        return self._reading.favours_balanced()
 
     def _label_shift_applies(self) -> tuple[bool, float | None]:
         """Whether the stream is consistent with pure label shift (the moment test) and its
