@@ -25,10 +25,11 @@ and on all source rows the moment-matching label-shift test
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 from numbers import Real
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -43,11 +44,22 @@ from adaptable.core.decision import (
     plugin_weights,
     score,
 )
+from adaptable.core.drift_report import DriftLog
+from adaptable.core.feedback import (
+    LabelledFeedback,
+    PriorPosterior,
+    ScoreRule,
+    standard_rules,
+    unlabelled_worth,
+)
 from adaptable.core.label_shift import LabelShiftTest
 from adaptable.core.parameters import Constraint, Interval, StrOptions
 from adaptable.core.parts import FitContext, LoadContext, PartState
 from adaptable.core.prior_estimate import OnlinePriorEstimate, prior_center
 from adaptable.core.probability import normalize, softmax
+
+if TYPE_CHECKING:
+    from adaptable.core.state import StateReader
 
 #: the decision where neither label-shift correction nor the balanced rule applies
 FALLBACKS = ("argmax", "plugin", "between")
@@ -166,6 +178,9 @@ class RecommendedDecider(Decider):
             seed=context.seed,
         )
         self.prior_estimate = self._new_prior_estimate(context.seed)
+        self.feedback = self._new_feedback(context.seed)
+        self.drift_log = DriftLog(context.n_classes, self.objective)
+        self.feedback.fit_heldout(_log(softmax(logits)), labels)
         self.reset()
         return self
 
@@ -180,6 +195,8 @@ class RecommendedDecider(Decider):
     def reset(self) -> None:
         self.shift_test.reset()
         self.prior_estimate.reset()
+        self.feedback.reset()
+        self.drift_log.reset()
         self._start(np.zeros((2, len(self.source_prior_), len(self.source_prior_))))
 
     def _start(self, expected: np.ndarray) -> None:
@@ -233,7 +250,7 @@ class RecommendedDecider(Decider):
             posteriors = proba
             weights, rule = self._without_label_shift(covariate)
         proba = normalize(posteriors if weights is None else posteriors * weights)
-        return Decision(
+        decision = Decision(
             proba,
             target,
             target,
@@ -242,6 +259,7 @@ class RecommendedDecider(Decider):
             shift_statistic=self.shift_test.z_score(),
             prior_shift_statistic=prior_statistic,
         )
+        return self._with_feedback(batch, decision, label_shift, weights)
 
     def _without_label_shift(self, covariate: bool) -> tuple[np.ndarray | None, str]:
         """The class weights (``None``: argmax) and rule name outside label-shift correction."""
@@ -319,6 +337,7 @@ class RecommendedDecider(Decider):
         arrays = {f"shift_test.{k}": v for k, v in self.shift_test.arrays().items()}
         arrays |= {f"prior_estimate.{k}": v for k, v in self.prior_estimate.arrays().items()}
         arrays["expected_confusion"] = self.expected_confusion
+        arrays |= self._feedback_arrays()
         rule = self.rule
         metadata = {
             "temperature": None,
@@ -369,7 +388,184 @@ class RecommendedDecider(Decider):
             raise reader.error("expected_confusion", "holds negative counts")
         decider.rule, decider.shift_test, decider.prior_estimate = choice, test, estimate
         decider._start(expected.astype(np.float64))
+        decider._restore_feedback(reader, estimate.seed)
         return decider
+
+    # ================================================================== late labels and report
+    # Everything below serves ``AdapTable.partial_fit`` and ``AdapTable.report``. Without labels
+    # the decision above is returned unchanged; the batch's record for the report is written.
+
+    #: the labelled-rows settings (see :class:`~adaptable.core.feedback.LabelledFeedback`):
+    #: what the held-out rows are worth in labelled rows, the share of bootstrap draws a rule
+    #: must win to replace the incumbent, labelled rows before labels change a decision and
+    #: before a score correction is fitted, and labelled rows kept
+    FEEDBACK_SETTINGS: ClassVar[dict[str, float]] = {
+        "heldout_worth": 100.0,
+        "evidence": 0.8,
+        "min_labelled": 10,
+        "correction_rows": 30,
+        "capacity": 2048,
+    }
+    #: stream posteriors the unlabelled estimate's worth (its interval) is computed from: a
+    #: uniform subsample of the reservoir, so each batch pays a fixed, small cost
+    WORTH_ROWS: ClassVar[int] = 512
+
+    def _new_feedback(self, seed: int) -> LabelledFeedback:
+        settings = self.FEEDBACK_SETTINGS
+        return LabelledFeedback(
+            self.source_prior_,
+            self.objective,
+            capacity=int(settings["capacity"]),
+            heldout_worth=settings["heldout_worth"],
+            evidence=settings["evidence"],
+            min_labelled=int(settings["min_labelled"]),
+            correction_rows=int(settings["correction_rows"]),
+            seed=seed,
+        )
+
+    def learn(self, logits: np.ndarray, labels: np.ndarray, rows: np.ndarray | None) -> None:
+        """Labelled target rows: their logits (n, C), label codes (n,) and, where known, row
+        ids (positions in the stream since fit / reset, for the report's realised columns).
+
+        The rows enter the labelled-rows evidence only: the shift test and the unlabelled
+        estimate saw them when they were predicted. O(n).
+        """
+        self.feedback.add(_log(softmax(logits)), labels)
+        if rows is not None:
+            self.drift_log.learn(rows, labels, logits.argmax(axis=1))
+
+    def _unlabelled_prior(self, moment_accepts: bool) -> PriorPosterior:
+        """The target label distribution from the labels and the MAP-EM estimate, the latter
+        worth its information while the moment test accepts pure label shift (else nothing)."""
+        estimate = self.prior_estimate
+        worth = 0.0
+        if moment_accepts and estimate.n_seen:
+            sample = estimate.reservoir_by_class[:, : self.WORTH_ROWS].T
+            weight = estimate.n_seen / len(sample)
+            worth = unlabelled_worth(sample, self.source_prior_, estimate.prior, weight)
+        return self.feedback.prior(estimate.prior, worth)
+
+    def _with_feedback(
+        self,
+        batch: CalibratedBatch,
+        decision: Decision,
+        label_shift: bool,
+        weights: np.ndarray | None,
+    ) -> Decision:
+        """The unlabelled ``decision``, revised by the labelled rows once there are enough of
+        them; the batch's report record written either way."""
+        moment_accepts = decision.prior_shift_statistic is not None
+        model_proba = batch.model_proba()
+        post = self._unlabelled_prior(moment_accepts)
+        feedback = self.feedback
+        if feedback.n_labelled >= feedback.min_labelled:
+            decision = self._labelled_decision(decision, model_proba, label_shift, weights, post)
+        self._record(batch, decision, model_proba, post, moment_accepts)
+        return decision
+
+    def _labelled_decision(
+        self,
+        decision: Decision,
+        model_proba: np.ndarray,
+        label_shift: bool,
+        weights: np.ndarray | None,
+        post: PriorPosterior,
+    ) -> Decision:
+        """The rule the labelled rows choose among argmax, the balanced rule, label-shift
+        correction at the combined prior, the plug-in rule, today's rule and a fitted score
+        correction. Where they keep today's rule its output is returned as it was."""
+        source, estimate = self.source_prior_, self.prior_estimate
+        unlabelled, target = estimate.prior, post.mean
+        reservoir = estimate.reservoir
+        rules = standard_rules(
+            source,
+            target,
+            plugin_weights(estimate.target_posteriors(prior=target), self.objective),
+            plugin_weights(reservoir, self.objective),
+        )
+        no_shift = np.zeros(len(source))
+        today = decision.rule
+        anchor = {"source": 0, "balanced": 1}.get(today)
+        if anchor is None:
+            offset = np.log(unlabelled / source) if label_shift else no_shift
+            offset = offset + (0.0 if weights is None else np.log(np.maximum(weights, 1e-12)))
+            rules.append(ScoreRule(f"{today} (unlabelled)", offset))
+            anchor = len(rules) - 1
+        chosen = self.feedback.decide(
+            rules,
+            anchor,
+            target_prior=target,
+            # the correction is drawn towards label-shift correction at the combined prior
+            # (where the labels dropped a misled unlabelled estimate, at theirs alone)
+            base_offset=np.log(target / source) if label_shift else no_shift,
+            decide_on=_log(reservoir),
+        )
+        proba = decision.proba
+        if chosen.index != anchor:
+            proba = chosen.rule.proba(_log(model_proba))
+        return dataclasses.replace(
+            decision, proba=proba, target_prior=target, rule=f"feedback:{chosen.rule.name}"
+        )
+
+    def _record(
+        self,
+        batch: CalibratedBatch,
+        decision: Decision,
+        model_proba: np.ndarray,
+        post: PriorPosterior,
+        moment_accepts: bool,
+    ) -> None:
+        """The batch's report record: the expected confusions of argmax and of the output under
+        the posteriors the adapter believes (re-weighted to the target prior while the moment
+        test accepts pure label shift, the model's own otherwise)."""
+        posteriors = model_proba
+        if moment_accepts:
+            posteriors = self.prior_estimate.target_posteriors(batch.calibrated, post.mean)
+        predictions = decision.proba.argmax(axis=1)
+        expected = expected_confusion(
+            posteriors, np.stack([model_proba.argmax(axis=1), predictions])
+        )
+        log = self.drift_log
+        level = self.label_shift_level
+        log.record(
+            rows=len(predictions),
+            predictions=predictions,
+            expected_source=expected[0],
+            expected_adapter=expected[1],
+            rule=decision.rule or "",
+            target_prior=post.mean if moment_accepts else decision.target_prior,
+            prior_lower=post.lower,
+            prior_upper=post.upper,
+            shift_statistic=decision.shift_statistic,
+            shift_threshold=self.shift_test_threshold,
+            prior_statistic=decision.prior_shift_statistic,
+            prior_critical=chi2_critical(level, len(self.source_prior_) - 1) if level < 1 else 0,
+            n_labelled=self.feedback.n_labelled,
+            labelled_counts=self.feedback.reservoir.counts,
+        )
+
+    def _feedback_arrays(self) -> dict[str, np.ndarray]:
+        arrays = {f"feedback.{k}": v for k, v in self.feedback.arrays().items()}
+        return arrays | {f"report.{k}": v for k, v in self.drift_log.arrays().items()}
+
+    def _restore_feedback(self, reader: StateReader, seed: int) -> None:
+        """The labelled rows and the report from the file; a file written before they existed
+        gives none (and no held-out rows for the labelled evidence)."""
+        self.feedback = self._new_feedback(seed)
+        self.drift_log = DriftLog(len(self.source_prior_), self.objective)
+        for name, part in (("feedback", self.feedback), ("report", self.drift_log)):
+            arrays = reader.prefixed(f"{name}.")
+            if name == "feedback" and "heldout_scores" not in arrays:
+                continue
+            try:
+                part.restore(arrays)
+            except (ValueError, KeyError, UnicodeDecodeError) as err:
+                raise reader.error(name, str(err)) from err
+
+
+def _log(proba: np.ndarray) -> np.ndarray:
+    """log p with zeros floored (a rule's scores stay finite)."""
+    return np.log(np.maximum(proba, 1e-300))
 
 
 @functools.lru_cache(maxsize=16)

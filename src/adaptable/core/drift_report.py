@@ -1,0 +1,366 @@
+"""The drift report: one record per adapted batch, and the realised performance as labels arrive.
+
+The recommended decider writes one record per batch (:meth:`DriftLog.record`): the batch's
+rows, the shift tests' statistics against their thresholds, the rule it used, the estimated
+target label distribution with an interval, the labelled rows received so far, and the
+*expected* confusion matrices of the unadapted model (argmax) and of the adapter under the
+posteriors the adapter believes (the label-shift reading where the moment test accepts, the
+model's own otherwise; :func:`adaptable.core.decision.expected_confusion`). Labels that arrive
+later (:meth:`DriftLog.learn`) are matched to the rows they belong to by *row id*: the rows'
+positions in the stream since fit / reset (the first batch's rows are 0 .. n - 1, the next
+batch's follow). A label is scored against the prediction the adapter made for that row, and
+against the model's argmax, and counted in the *realised* confusion matrices of the batch the
+row came from. Labels passed without row ids teach the adapter but are not scored: rows
+re-presented by value cannot be told apart from other rows with the same features.
+
+Memory: a fixed number of numbers per batch (the matrices are C x C), plus the adapter's
+predicted class codes of the last ``prediction_rows`` rows (older rows' labels still teach the
+adapter, but are not scored; :attr:`DriftLog.unscored` counts them).
+
+:meth:`DriftLog.frame` returns the report as a pandas DataFrame (see there for the columns).
+
+Example:
+    >>> import numpy as np
+    >>> log = DriftLog(n_classes=2, objective="accuracy")
+    >>> eye = np.eye(2) * 2.0
+    >>> log.record(rows=4, predictions=np.array([0, 1, 1, 0]), expected_source=eye,
+    ...            expected_adapter=eye, rule="source", target_prior=np.array([0.5, 0.5]))
+    >>> log.learn(np.array([0, 1]), labels=np.array([0, 0]), source_predictions=np.array([0, 0]))
+    >>> frame = log.frame()
+    >>> frame[["rows", "realised_rows", "realised_source", "realised_adapter"]].values.tolist()
+    [[4.0, 2.0, 1.0, 0.5]]
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from adaptable.core.decision import confusion, score
+
+#: predicted class codes kept for matching late labels to their rows
+PREDICTION_ROWS = 1 << 16
+
+
+@dataclass
+class _Batch:
+    """One batch's record (see :meth:`DriftLog.record`)."""
+
+    first_row: int
+    rows: int
+    rule: str
+    shift_statistic: float
+    shift_threshold: float
+    prior_statistic: float
+    prior_critical: float
+    n_labelled: int
+    target_prior: np.ndarray
+    prior_lower: np.ndarray
+    prior_upper: np.ndarray
+    labelled_counts: np.ndarray
+    expected: np.ndarray  # (2, C, C): argmax, adapter
+    realised: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (2, C, C)
+
+
+#: the per-batch numbers saved as one (batches, len) array, in this order
+_SCALARS = (
+    "first_row",
+    "rows",
+    "shift_statistic",
+    "shift_threshold",
+    "prior_statistic",
+    "prior_critical",
+    "n_labelled",
+)
+
+
+class DriftLog:
+    """Per-batch records of a stream, and late labels scored against the rows' predictions.
+
+    Args:
+        n_classes: C.
+        objective: the metric of the performance columns (one of
+            :data:`adaptable.core.decision.OBJECTIVES`).
+        prediction_rows: predicted codes kept for matching labels to rows.
+
+    Attributes:
+        n_rows: rows recorded since the last reset (the next batch's first row id).
+        unscored: labelled rows given with ids whose predictions were no longer kept.
+    """
+
+    def __init__(
+        self, n_classes: int, objective: str, prediction_rows: int = PREDICTION_ROWS
+    ) -> None:
+        self.n_classes = int(n_classes)
+        self.objective = objective
+        self.prediction_rows = int(prediction_rows)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every record."""
+        self._batches: list[_Batch] = []
+        self._starts: list[int] = []
+        self._predictions: deque[tuple[int, np.ndarray]] = deque()
+        self._kept = 0
+        self.n_rows = 0
+        self.unscored = 0
+
+    def __len__(self) -> int:
+        return len(self._batches)
+
+    # ------------------------------------------------------------------ writing
+    def record(
+        self,
+        *,
+        rows: int,
+        predictions: np.ndarray,
+        expected_source: np.ndarray,
+        expected_adapter: np.ndarray,
+        rule: str,
+        target_prior: np.ndarray,
+        prior_lower: np.ndarray | None = None,
+        prior_upper: np.ndarray | None = None,
+        shift_statistic: float | None = None,
+        shift_threshold: float = np.nan,
+        prior_statistic: float | None = None,
+        prior_critical: float = np.nan,
+        n_labelled: int = 0,
+        labelled_counts: np.ndarray | None = None,
+    ) -> None:
+        """One adapted batch (``predictions``: the adapter's class codes of its rows, (rows,));
+        missing statistics are stored as NaN."""
+        c = self.n_classes
+        nan = np.full(c, np.nan)
+        self._batches.append(
+            _Batch(
+                self.n_rows,
+                int(rows),
+                rule,
+                _number(shift_statistic),
+                float(shift_threshold),
+                _number(prior_statistic),
+                float(prior_critical),
+                int(n_labelled),
+                np.asarray(target_prior, dtype=np.float64).copy(),
+                nan if prior_lower is None else np.asarray(prior_lower, dtype=np.float64),
+                nan if prior_upper is None else np.asarray(prior_upper, dtype=np.float64),
+                np.zeros(c) if labelled_counts is None else np.array(labelled_counts, float),
+                np.stack([expected_source, expected_adapter]).astype(np.float64),
+                np.zeros((2, c, c)),
+            )
+        )
+        self._starts.append(self.n_rows)
+        self._keep(self.n_rows, np.asarray(predictions, dtype=np.int16))
+        self.n_rows += int(rows)
+
+    def _keep(self, start: int, codes: np.ndarray) -> None:
+        self._predictions.append((start, codes))
+        self._kept += len(codes)
+        while self._kept - len(self._predictions[0][1]) >= self.prediction_rows:
+            self._kept -= len(self._predictions.popleft()[1])
+
+    def learn(
+        self, row_ids: np.ndarray, labels: np.ndarray, source_predictions: np.ndarray
+    ) -> None:
+        """Labels of earlier rows: each counted in the realised confusions of its batch.
+
+        Args:
+            row_ids: the rows' ids (positions in the stream since fit / reset), (n,).
+            labels: their label codes, (n,).
+            source_predictions: the model's argmax for those rows, (n,).
+
+        Raises:
+            ValueError: an id that names no row predicted so far.
+        """
+        row_ids = np.asarray(row_ids, dtype=np.int64)
+        if len(row_ids) == 0:
+            return
+        if row_ids.min() < 0 or row_ids.max() >= self.n_rows:
+            raise ValueError(
+                f"row ids must name rows already predicted, 0 .. {self.n_rows - 1} since fit / "
+                f"reset; got ids from {row_ids.min()} to {row_ids.max()}."
+            )
+        adapter = self._predicted(row_ids)
+        batch = np.searchsorted(np.asarray(self._starts), row_ids, side="right") - 1
+        kept = adapter >= 0
+        self.unscored += int(np.sum(~kept))
+        labels = np.asarray(labels, dtype=np.int64)
+        source_predictions = np.asarray(source_predictions, dtype=np.int64)
+        for index in np.unique(batch[kept]):
+            mine = kept & (batch == index)
+            realised = self._batches[index].realised
+            realised[0] += confusion(labels[mine], source_predictions[mine], self.n_classes)
+            realised[1] += confusion(labels[mine], adapter[mine], self.n_classes)
+
+    def _predicted(self, row_ids: np.ndarray) -> np.ndarray:
+        """The adapter's kept prediction of each row (-1 where no longer kept)."""
+        out = np.full(len(row_ids), -1, dtype=np.int64)
+        if not self._predictions:
+            return out
+        first = self._predictions[0][0]
+        codes = np.concatenate([c for _, c in self._predictions])
+        inside = row_ids >= first
+        out[inside] = codes[row_ids[inside] - first]
+        return out
+
+    # ------------------------------------------------------------------ reading
+    def frame(self, classes: Any = None) -> pd.DataFrame:
+        """The report, one row per batch.
+
+        Columns: ``batch``, ``first_row``, ``rows``; ``rule``; ``shift_statistic`` (the moment
+        test's z-score), ``shift_threshold``, ``shift_rejects``; ``prior_statistic`` (the
+        likelihood-ratio statistic of the target prior against p_s; NaN where the moment test
+        rejected), ``prior_critical``, ``prior_rejects``; ``n_labelled`` (labelled rows received
+        before the batch was decided); per class ``k`` (named by ``classes``, default 0..C-1):
+        ``prior_k`` and its interval ``prior_k_low`` / ``prior_k_high``, and
+        ``labelled_share_k`` (the class's share of the labelled rows, NaN without any); the
+        objective of the batch and of the stream so far (through this batch), estimated from
+        the posteriors (``estimated_source``, ``estimated_adapter``, ``..._so_far``) and
+        realised on the labels that have arrived for the batch's rows (``realised_rows``,
+        ``realised_source``, ``realised_adapter``, ``..._so_far``; NaN without labels).
+        """
+        names = [str(k) for k in (range(self.n_classes) if classes is None else classes)]
+        if not self._batches:
+            return pd.DataFrame(columns=["batch", *_SCALARS, "rule"])
+        b = self._batches
+        data: dict[str, Any] = {"batch": np.arange(len(b))}
+        for key in _SCALARS:
+            data[key] = np.array([getattr(x, key) for x in b], dtype=np.float64)
+        data["rule"] = [x.rule for x in b]
+        data["shift_rejects"] = data["shift_statistic"] > data["shift_threshold"]
+        data["prior_rejects"] = data["prior_statistic"] >= data["prior_critical"]
+        for key, attribute in (
+            ("prior_{}", "target_prior"),
+            ("prior_{}_low", "prior_lower"),
+            ("prior_{}_high", "prior_upper"),
+        ):
+            values = np.stack([getattr(x, attribute) for x in b])
+            for k, name in enumerate(names):
+                data[key.format(name)] = values[:, k]
+        counts = np.stack([x.labelled_counts for x in b])
+        totals = counts.sum(axis=1, keepdims=True)
+        shares = np.where(totals > 0, counts / np.maximum(totals, 1), np.nan)
+        for k, name in enumerate(names):
+            data[f"labelled_share_{name}"] = shares[:, k]
+        expected = np.stack([x.expected for x in b])
+        realised = np.stack([x.realised for x in b])
+        for kind, matrices in (("estimated", expected), ("realised", realised)):
+            batch_scores = _scores(matrices, self.objective)
+            so_far = _scores(np.cumsum(matrices, axis=0), self.objective)
+            for r, who in enumerate(("source", "adapter")):
+                data[f"{kind}_{who}"] = batch_scores[:, r]
+                data[f"{kind}_{who}_so_far"] = so_far[:, r]
+        data["realised_rows"] = realised[:, 0].sum(axis=(1, 2))
+        return pd.DataFrame(data)
+
+    # ------------------------------------------------------------------ state
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The records and the kept predictions as arrays (rule names as UTF-8 bytes)."""
+        b, c = self._batches, self.n_classes
+        scalars = np.array([[float(getattr(x, k)) for k in _SCALARS] for x in b]).reshape(-1, 7)
+        vectors = (
+            np.stack(
+                [
+                    np.stack([x.target_prior, x.prior_lower, x.prior_upper, x.labelled_counts])
+                    for x in b
+                ]
+            )
+            if b
+            else np.zeros((0, 4, c))
+        )
+        matrices = (
+            np.stack([np.concatenate([x.expected, x.realised]) for x in b])
+            if b
+            else np.zeros((0, 4, c, c))
+        )
+        rules = "\n".join(x.rule for x in b).encode()
+        starts = np.array([s for s, _ in self._predictions], dtype=np.int64)
+        lengths = np.array([len(p) for _, p in self._predictions], dtype=np.int64)
+        codes = [p for _, p in self._predictions]
+        # NaN marks a value not computed; the file holds 0 there and a mask (checked readers
+        # refuse NaN in a saved tensor)
+        return {
+            "scalars": np.nan_to_num(scalars),
+            "scalars_missing": np.isnan(scalars).astype(np.uint8),
+            "vectors": np.nan_to_num(vectors),
+            "vectors_missing": np.isnan(vectors).astype(np.uint8),
+            "matrices": matrices,
+            "rules": np.frombuffer(rules, dtype=np.uint8).copy(),
+            "prediction_starts": starts,
+            "prediction_lengths": lengths,
+            "predictions": np.concatenate(codes).astype(np.int64) if codes else np.zeros(0),
+            "counters": np.array([self.n_rows, self.unscored], dtype=np.int64),
+        }
+
+    def restore(self, arrays: dict[str, np.ndarray]) -> None:
+        """Inverse of :meth:`arrays` (empty arrays may be missing).
+
+        Raises:
+            ValueError: missing, malformed or inconsistent arrays.
+        """
+        c = self.n_classes
+        self.reset()
+        if "counters" not in arrays:
+            return  # a file written before the report existed: no records
+        counters = np.asarray(arrays["counters"], dtype=np.int64).reshape(-1)
+        scalars = np.array(arrays.get("scalars", np.zeros((0, 7))), dtype=np.float64)
+        n = len(scalars)
+        vectors = np.array(arrays.get("vectors", np.zeros((0, 4, c))), dtype=np.float64)
+        matrices = np.asarray(arrays.get("matrices", np.zeros((0, 4, c, c))), dtype=np.float64)
+        for name, values in (("scalars", scalars), ("vectors", vectors)):
+            missing = np.asarray(arrays.get(f"{name}_missing", np.zeros(0)), dtype=bool)
+            if missing.size:
+                if missing.shape != values.shape:
+                    raise ValueError(f"drift report: {name}_missing does not match {name}.")
+                values[missing] = np.nan
+        rules_bytes = np.asarray(arrays.get("rules", np.zeros(0)), dtype=np.uint8).tobytes()
+        rules = rules_bytes.decode().split("\n") if n else []
+        if (
+            counters.shape != (2,)
+            or scalars.shape != (n, 7)
+            or vectors.shape != (n, 4, c)
+            or matrices.shape != (n, 4, c, c)
+            or len(rules) != n
+        ):
+            raise ValueError("drift report: arrays of inconsistent shapes.")
+        for i in range(n):
+            s = scalars[i]
+            self._batches.append(
+                _Batch(
+                    int(s[0]),
+                    int(s[1]),
+                    rules[i],
+                    *(float(v) for v in s[2:6]),
+                    int(s[6]),
+                    *(vectors[i, j].copy() for j in range(4)),
+                    matrices[i, :2].copy(),
+                    matrices[i, 2:].copy(),
+                )
+            )
+            self._starts.append(int(s[0]))
+        starts = np.asarray(arrays.get("prediction_starts", np.zeros(0)), dtype=np.int64)
+        lengths = np.asarray(arrays.get("prediction_lengths", np.zeros(0)), dtype=np.int64)
+        codes = np.asarray(arrays.get("predictions", np.zeros(0)), dtype=np.int64)
+        if len(starts) != len(lengths) or lengths.sum() != len(codes):
+            raise ValueError("drift report: kept predictions of inconsistent lengths.")
+        offset = 0
+        for start, length in zip(starts.tolist(), lengths.tolist(), strict=True):
+            self._predictions.append((start, codes[offset : offset + length].astype(np.int16)))
+            offset += length
+        self._kept = int(lengths.sum())
+        self.n_rows, self.unscored = int(counters[0]), int(counters[1])
+
+
+def _number(value: float | None) -> float:
+    return np.nan if value is None else float(value)
+
+
+def _scores(matrices: np.ndarray, objective: str) -> np.ndarray:
+    """The objective of each (batch, rule) matrix, NaN where a matrix holds no rows."""
+    flat = matrices.reshape(-1, *matrices.shape[-2:])
+    values = np.array([score(m, objective) if m.sum() > 0 else np.nan for m in flat])
+    return values.reshape(matrices.shape[:-2])
