@@ -33,7 +33,6 @@ Example:
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from adaptable.core.decision import confusion, score
+from adaptable.core.feedback.prior import dirichlet_interval
 
 #: predicted class codes kept for matching late labels to their rows
 PREDICTION_ROWS = 1 << 16
@@ -58,9 +58,8 @@ class _Batch:
     prior_statistic: float
     prior_critical: float
     n_labelled: int
+    prior_total: float
     target_prior: np.ndarray
-    prior_lower: np.ndarray
-    prior_upper: np.ndarray
     labelled_counts: np.ndarray
     expected: np.ndarray  # (2, C, C): argmax, adapter
     realised: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (2, C, C)
@@ -75,6 +74,7 @@ _SCALARS = (
     "prior_statistic",
     "prior_critical",
     "n_labelled",
+    "prior_total",
 )
 
 
@@ -104,7 +104,9 @@ class DriftLog:
         """Forget every record."""
         self._batches: list[_Batch] = []
         self._starts: list[int] = []
-        self._predictions: deque[tuple[int, np.ndarray]] = deque()
+        #: predicted codes by batch index, the batches from ``_oldest`` on
+        self._predictions: dict[int, np.ndarray] = {}
+        self._oldest = 0
         self._kept = 0
         self.n_rows = 0
         self.unscored = 0
@@ -122,8 +124,7 @@ class DriftLog:
         expected_adapter: np.ndarray,
         rule: str,
         target_prior: np.ndarray,
-        prior_lower: np.ndarray | None = None,
-        prior_upper: np.ndarray | None = None,
+        prior_total: float | None = None,
         shift_statistic: float | None = None,
         shift_threshold: float = np.nan,
         prior_statistic: float | None = None,
@@ -132,9 +133,9 @@ class DriftLog:
         labelled_counts: np.ndarray | None = None,
     ) -> None:
         """One adapted batch (``predictions``: the adapter's class codes of its rows, (rows,));
-        missing statistics are stored as NaN."""
+        ``prior_total``: the total pseudo-count of the Dirichlet whose mean is ``target_prior``
+        (its interval; ``None``: no interval). Missing statistics are stored as NaN."""
         c = self.n_classes
-        nan = np.full(c, np.nan)
         self._batches.append(
             _Batch(
                 self.n_rows,
@@ -145,23 +146,24 @@ class DriftLog:
                 _number(prior_statistic),
                 float(prior_critical),
                 int(n_labelled),
+                _number(prior_total),
                 np.asarray(target_prior, dtype=np.float64).copy(),
-                nan if prior_lower is None else np.asarray(prior_lower, dtype=np.float64),
-                nan if prior_upper is None else np.asarray(prior_upper, dtype=np.float64),
                 np.zeros(c) if labelled_counts is None else np.array(labelled_counts, float),
                 np.stack([expected_source, expected_adapter]).astype(np.float64),
                 np.zeros((2, c, c)),
             )
         )
         self._starts.append(self.n_rows)
-        self._keep(self.n_rows, np.asarray(predictions, dtype=np.int16))
+        self._keep(np.asarray(predictions, dtype=np.int16))
         self.n_rows += int(rows)
 
-    def _keep(self, start: int, codes: np.ndarray) -> None:
-        self._predictions.append((start, codes))
+    def _keep(self, codes: np.ndarray) -> None:
+        """The latest batch's predicted codes; the oldest batches' dropped past the budget."""
+        self._predictions[len(self._batches) - 1] = codes
         self._kept += len(codes)
-        while self._kept - len(self._predictions[0][1]) >= self.prediction_rows:
-            self._kept -= len(self._predictions.popleft()[1])
+        while self._kept - len(self._predictions[self._oldest]) >= self.prediction_rows:
+            self._kept -= len(self._predictions.pop(self._oldest))
+            self._oldest += 1
 
     def learn(
         self, row_ids: np.ndarray, labels: np.ndarray, source_predictions: np.ndarray
@@ -184,28 +186,19 @@ class DriftLog:
                 f"row ids must name rows already predicted, 0 .. {self.n_rows - 1} since fit / "
                 f"reset; got ids from {row_ids.min()} to {row_ids.max()}."
             )
-        adapter = self._predicted(row_ids)
         batch = np.searchsorted(np.asarray(self._starts), row_ids, side="right") - 1
-        kept = adapter >= 0
-        self.unscored += int(np.sum(~kept))
         labels = np.asarray(labels, dtype=np.int64)
         source_predictions = np.asarray(source_predictions, dtype=np.int64)
-        for index in np.unique(batch[kept]):
-            mine = kept & (batch == index)
+        for index in np.unique(batch).tolist():
+            mine = batch == index
+            codes = self._predictions.get(index)
+            if codes is None:  # predictions no longer kept: the labels still teach the adapter
+                self.unscored += int(mine.sum())
+                continue
+            adapter = codes[row_ids[mine] - self._starts[index]]
             realised = self._batches[index].realised
             realised[0] += confusion(labels[mine], source_predictions[mine], self.n_classes)
-            realised[1] += confusion(labels[mine], adapter[mine], self.n_classes)
-
-    def _predicted(self, row_ids: np.ndarray) -> np.ndarray:
-        """The adapter's kept prediction of each row (-1 where no longer kept)."""
-        out = np.full(len(row_ids), -1, dtype=np.int64)
-        if not self._predictions:
-            return out
-        first = self._predictions[0][0]
-        codes = np.concatenate([c for _, c in self._predictions])
-        inside = row_ids >= first
-        out[inside] = codes[row_ids[inside] - first]
-        return out
+            realised[1] += confusion(labels[mine], adapter, self.n_classes)
 
     # ------------------------------------------------------------------ reading
     def frame(self, classes: Any = None) -> pd.DataFrame:
@@ -216,7 +209,8 @@ class DriftLog:
         likelihood-ratio statistic of the target prior against p_s; NaN where the moment test
         rejected), ``prior_critical``, ``prior_rejects``; ``n_labelled`` (labelled rows received
         before the batch was decided); per class ``k`` (named by ``classes``, default 0..C-1):
-        ``prior_k`` and its interval ``prior_k_low`` / ``prior_k_high``, and
+        ``prior_k`` and its 90 % interval ``prior_k_low`` / ``prior_k_high`` (NaN where the
+        estimate has none: no labels while the moment test rejects pure label shift), and
         ``labelled_share_k`` (the class's share of the labelled rows, NaN without any); the
         objective of the batch and of the stream so far (through this batch), estimated from
         the posteriors (``estimated_source``, ``estimated_adapter``, ``..._so_far``) and
@@ -233,14 +227,16 @@ class DriftLog:
         data["rule"] = [x.rule for x in b]
         data["shift_rejects"] = data["shift_statistic"] > data["shift_threshold"]
         data["prior_rejects"] = data["prior_statistic"] >= data["prior_critical"]
-        for key, attribute in (
-            ("prior_{}", "target_prior"),
-            ("prior_{}_low", "prior_lower"),
-            ("prior_{}_high", "prior_upper"),
-        ):
-            values = np.stack([getattr(x, attribute) for x in b])
-            for k, name in enumerate(names):
-                data[key.format(name)] = values[:, k]
+        prior = np.stack([x.target_prior for x in b])
+        total = data["prior_total"]
+        lower, upper = np.full_like(prior, np.nan), np.full_like(prior, np.nan)
+        known = np.isfinite(total)
+        if known.any():
+            lower[known], upper[known] = dirichlet_interval(prior[known], total[known])
+        for k, name in enumerate(names):
+            data[f"prior_{name}"] = prior[:, k]
+            data[f"prior_{name}_low"] = lower[:, k]
+            data[f"prior_{name}_high"] = upper[:, k]
         counts = np.stack([x.labelled_counts for x in b])
         totals = counts.sum(axis=1, keepdims=True)
         shares = np.where(totals > 0, counts / np.maximum(totals, 1), np.nan)
@@ -261,16 +257,12 @@ class DriftLog:
     def arrays(self) -> dict[str, np.ndarray]:
         """The records and the kept predictions as arrays (rule names as UTF-8 bytes)."""
         b, c = self._batches, self.n_classes
-        scalars = np.array([[float(getattr(x, k)) for k in _SCALARS] for x in b]).reshape(-1, 7)
+        width = len(_SCALARS)
+        scalars = np.array([[float(getattr(x, k)) for k in _SCALARS] for x in b]).reshape(-1, width)
         vectors = (
-            np.stack(
-                [
-                    np.stack([x.target_prior, x.prior_lower, x.prior_upper, x.labelled_counts])
-                    for x in b
-                ]
-            )
+            np.stack([np.stack([x.target_prior, x.labelled_counts]) for x in b])
             if b
-            else np.zeros((0, 4, c))
+            else np.zeros((0, 2, c))
         )
         matrices = (
             np.stack([np.concatenate([x.expected, x.realised]) for x in b])
@@ -278,9 +270,7 @@ class DriftLog:
             else np.zeros((0, 4, c, c))
         )
         rules = "\n".join(x.rule for x in b).encode()
-        starts = np.array([s for s, _ in self._predictions], dtype=np.int64)
-        lengths = np.array([len(p) for _, p in self._predictions], dtype=np.int64)
-        codes = [p for _, p in self._predictions]
+        codes = list(self._predictions.values())
         # NaN marks a value not computed; the file holds 0 there and a mask (checked readers
         # refuse NaN in a saved tensor)
         return {
@@ -290,10 +280,8 @@ class DriftLog:
             "vectors_missing": np.isnan(vectors).astype(np.uint8),
             "matrices": matrices,
             "rules": np.frombuffer(rules, dtype=np.uint8).copy(),
-            "prediction_starts": starts,
-            "prediction_lengths": lengths,
             "predictions": np.concatenate(codes).astype(np.int64) if codes else np.zeros(0),
-            "counters": np.array([self.n_rows, self.unscored], dtype=np.int64),
+            "counters": np.array([self.n_rows, self.unscored, self._oldest], dtype=np.int64),
         }
 
     def restore(self, arrays: dict[str, np.ndarray]) -> None:
@@ -302,14 +290,14 @@ class DriftLog:
         Raises:
             ValueError: missing, malformed or inconsistent arrays.
         """
-        c = self.n_classes
+        c, width = self.n_classes, len(_SCALARS)
         self.reset()
         if "counters" not in arrays:
             return  # a file written before the report existed: no records
         counters = np.asarray(arrays["counters"], dtype=np.int64).reshape(-1)
-        scalars = np.array(arrays.get("scalars", np.zeros((0, 7))), dtype=np.float64)
+        scalars = np.array(arrays.get("scalars", np.zeros((0, width))), dtype=np.float64)
         n = len(scalars)
-        vectors = np.array(arrays.get("vectors", np.zeros((0, 4, c))), dtype=np.float64)
+        vectors = np.array(arrays.get("vectors", np.zeros((0, 2, c))), dtype=np.float64)
         matrices = np.asarray(arrays.get("matrices", np.zeros((0, 4, c, c))), dtype=np.float64)
         for name, values in (("scalars", scalars), ("vectors", vectors)):
             missing = np.asarray(arrays.get(f"{name}_missing", np.zeros(0)), dtype=bool)
@@ -320,9 +308,9 @@ class DriftLog:
         rules_bytes = np.asarray(arrays.get("rules", np.zeros(0)), dtype=np.uint8).tobytes()
         rules = rules_bytes.decode().split("\n") if n else []
         if (
-            counters.shape != (2,)
-            or scalars.shape != (n, 7)
-            or vectors.shape != (n, 4, c)
+            counters.shape != (3,)
+            or scalars.shape != (n, width)
+            or vectors.shape != (n, 2, c)
             or matrices.shape != (n, 4, c, c)
             or len(rules) != n
         ):
@@ -336,22 +324,24 @@ class DriftLog:
                     rules[i],
                     *(float(v) for v in s[2:6]),
                     int(s[6]),
-                    *(vectors[i, j].copy() for j in range(4)),
+                    float(s[7]),
+                    vectors[i, 0].copy(),
+                    vectors[i, 1].copy(),
                     matrices[i, :2].copy(),
                     matrices[i, 2:].copy(),
                 )
             )
             self._starts.append(int(s[0]))
-        starts = np.asarray(arrays.get("prediction_starts", np.zeros(0)), dtype=np.int64)
-        lengths = np.asarray(arrays.get("prediction_lengths", np.zeros(0)), dtype=np.int64)
         codes = np.asarray(arrays.get("predictions", np.zeros(0)), dtype=np.int64)
-        if len(starts) != len(lengths) or lengths.sum() != len(codes):
-            raise ValueError("drift report: kept predictions of inconsistent lengths.")
+        oldest = int(counters[2])
+        kept_rows = [x.rows for x in self._batches[oldest:]]
+        if not 0 <= oldest <= n or sum(kept_rows) != len(codes):
+            raise ValueError("drift report: kept predictions do not match the batches' rows.")
         offset = 0
-        for start, length in zip(starts.tolist(), lengths.tolist(), strict=True):
-            self._predictions.append((start, codes[offset : offset + length].astype(np.int16)))
-            offset += length
-        self._kept = int(lengths.sum())
+        for index, rows in enumerate(kept_rows, start=oldest):
+            self._predictions[index] = codes[offset : offset + rows].astype(np.int16)
+            offset += rows
+        self._oldest, self._kept = oldest, len(codes)
         self.n_rows, self.unscored = int(counters[0]), int(counters[1])
 
 

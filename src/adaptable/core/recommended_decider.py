@@ -49,6 +49,7 @@ from adaptable.core.feedback import (
     LabelledFeedback,
     PriorPosterior,
     ScoreRule,
+    combine_prior,
     standard_rules,
     unlabelled_worth,
 )
@@ -202,6 +203,8 @@ class RecommendedDecider(Decider):
     def _start(self, expected: np.ndarray) -> None:
         """The per-stream state besides the test and the estimate."""
         self.expected_confusion = expected
+        # the unlabelled estimate's worth when last computed: (rows seen, estimate, worth)
+        self._worth_cache: tuple[int, np.ndarray, float] = (0, self.source_prior_ * 0, 0.0)
         # warm start of the label-shift reading's estimate (a cache: not saved)
         self._reading_prior = self.source_prior_.copy()
         # argmax's and the balanced rule's class weights, (2, 1, C): both rules predict a batch
@@ -440,10 +443,27 @@ class RecommendedDecider(Decider):
         estimate = self.prior_estimate
         worth = 0.0
         if moment_accepts and estimate.n_seen:
+            worth = self._unlabelled_worth()
+        # no intervals here: the report computes them for all batches at once
+        counts = self.feedback.reservoir.counts
+        return combine_prior(counts, estimate.prior, worth, interval=False)
+
+    def _unlabelled_worth(self) -> float:
+        """What the MAP-EM estimate is worth in labelled rows (its observed information).
+
+        The information grows in proportion to the stream's rows, so it is recomputed only
+        once the stream has grown by a quarter or the estimate has moved by 0.01 since, and
+        scaled by the rows in between: a fixed cost per batch that falls as the stream grows.
+        """
+        estimate = self.prior_estimate
+        n_then, prior_then, worth_then = self._worth_cache
+        if estimate.n_seen >= 1.25 * n_then or np.abs(estimate.prior - prior_then).max() > 0.01:
             sample = estimate.reservoir_by_class[:, : self.WORTH_ROWS].T
             weight = estimate.n_seen / len(sample)
             worth = unlabelled_worth(sample, self.source_prior_, estimate.prior, weight)
-        return self.feedback.prior(estimate.prior, worth)
+            self._worth_cache = (estimate.n_seen, estimate.prior.copy(), worth)
+            return worth
+        return (worth_then + 1.0) * estimate.n_seen / n_then - 1.0
 
     def _with_feedback(
         self,
@@ -527,15 +547,17 @@ class RecommendedDecider(Decider):
         )
         log = self.drift_log
         level = self.label_shift_level
+        known = moment_accepts or self.feedback.n_labelled > 0
         log.record(
             rows=len(predictions),
             predictions=predictions,
             expected_source=expected[0],
             expected_adapter=expected[1],
             rule=decision.rule or "",
-            target_prior=post.mean if moment_accepts else decision.target_prior,
-            prior_lower=post.lower,
-            prior_upper=post.upper,
+            # the estimate with its interval where one exists (labels, or the label-shift
+            # reading the moment test accepts); the unlabelled estimate without one otherwise
+            target_prior=post.mean if known else decision.target_prior,
+            prior_total=post.total if known else None,
             shift_statistic=decision.shift_statistic,
             shift_threshold=self.shift_test_threshold,
             prior_statistic=decision.prior_shift_statistic,
@@ -546,6 +568,8 @@ class RecommendedDecider(Decider):
 
     def _feedback_arrays(self) -> dict[str, np.ndarray]:
         arrays = {f"feedback.{k}": v for k, v in self.feedback.arrays().items()}
+        n_then, prior_then, worth_then = self._worth_cache
+        arrays["worth_cache"] = np.array([n_then, worth_then, *prior_then], dtype=np.float64)
         return arrays | {f"report.{k}": v for k, v in self.drift_log.arrays().items()}
 
     def _restore_feedback(self, reader: StateReader, seed: int) -> None:
@@ -553,6 +577,12 @@ class RecommendedDecider(Decider):
         gives none (and no held-out rows for the labelled evidence)."""
         self.feedback = self._new_feedback(seed)
         self.drift_log = DriftLog(len(self.source_prior_), self.objective)
+        n_classes = len(self.source_prior_)
+        if "worth_cache" in reader.arrays:
+            cache = reader.tensor("worth_cache", (2 + n_classes,))
+            if cache[0] < 0 or cache[0] != int(cache[0]):
+                raise reader.error("worth_cache", "must start with a count of rows")
+            self._worth_cache = (int(cache[0]), cache[2:].astype(np.float64), float(cache[1]))
         for name, part in (("feedback", self.feedback), ("report", self.drift_log)):
             arrays = reader.prefixed(f"{name}.")
             if name == "feedback" and "heldout_scores" not in arrays:
