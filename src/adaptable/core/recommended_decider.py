@@ -555,8 +555,9 @@ class RecommendedDecider(Decider):
             expected_adapter=expected[1],
             rule=decision.rule or "",
             # the estimate with its interval where one exists (labels, or the label-shift
-            # reading the moment test accepts); the unlabelled estimate without one otherwise
-            target_prior=post.mean if known else decision.target_prior,
+            # reading the moment test accepts); none otherwise (the MAP-EM estimate is only
+            # updated while the moment test accepts)
+            target_prior=post.mean if known else np.full(len(post.mean), np.nan),
             prior_total=post.total if known else None,
             shift_statistic=decision.shift_statistic,
             shift_threshold=self.shift_test_threshold,
