@@ -160,6 +160,97 @@ def case_table(table: dict, names: list[str]) -> str:
     return "\n".join(lines)
 
 
+def estimate_table(chosen: list, models: list[str], seeds: list[int], stored: dict) -> str:
+    """How far the report's unlabelled estimate of the stream's macro-F1 (the expected metric
+    under the posteriors, over the whole stream, without labels) is from the realised one, for
+    the unadapted model and for the adapter; per role and kind: cases within 2 points."""
+    from adaptable.experiments.drift_figure import experiment_report
+
+    errors: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    lines = ["| role | dataset | scenario | model | seed | source est / real | adapter est / real |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for role, dataset, scenario in chosen:
+        kind = "domain split" if scenario == "natural" else "label shift"
+        for model in models:
+            for seed in seeds:
+                keys = {n: ExperimentSpec(dataset, scenario, model, n, seed).key
+                        for n in ("source", "adaptable")}  # fmt: skip
+                if not all(k in stored for k in keys.values()):
+                    continue
+                spec = ExperimentSpec(dataset, scenario, model, "adaptable", seed)
+                report, _ = experiment_report(spec, RunContext())
+                last = report.iloc[-1]
+                real = {n: 100 * stored[k]["metrics"]["macro_f1"] for n, k in keys.items()}
+                est = {"source": 100 * last["estimated_source_so_far"],
+                       "adaptable": 100 * last["estimated_adapter_so_far"]}  # fmt: skip
+                errors[(role, kind)].append(
+                    (est["source"] - real["source"], est["adaptable"] - real["adaptable"])
+                )
+                lines.append(
+                    f"| {role} | {dataset} | {scenario} | {model} | {seed} | "
+                    f"{est['source']:.1f} / {real['source']:.1f} | "
+                    f"{est['adaptable']:.1f} / {real['adaptable']:.1f} |"
+                )
+    head = ["| role | kind | runs | source within 2 | adapter within 2 | adapter mean abs error |",
+            "|---|---|---|---|---|---|"]  # fmt: skip
+    for (role, kind), pairs in sorted(errors.items()):
+        e = np.abs(np.array(pairs))
+        head.append(
+            f"| {role} | {kind} | {len(e)} | {(e[:, 0] <= 2).mean():.0%} | "
+            f"{(e[:, 1] <= 2).mean():.0%} | {e[:, 1].mean():.2f} |"
+        )
+    return "\n".join(head) + "\n\n" + "\n".join(lines)
+
+
+def costs(batches: int = 200, repeats: int = 3) -> str:
+    """Per-batch cost of ``predict_proba`` without labels and with 5 % of labels, and
+    ``partial_fit``'s cost per row beside the model's own inference, on a two-class synthetic
+    stream with a logistic-regression model (best of ``repeats``)."""
+    from sklearn.linear_model import LogisticRegression
+
+    from adaptable import AdapTable
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(5000 + batches * 64, 4))
+    y = (x[:, 0] + rng.normal(size=len(x)) > 0.8).astype(int)
+    model = LogisticRegression().fit(x[:4000], y[:4000])
+    stream, labels = x[5000:], y[5000:]
+
+    def run(share: float) -> tuple[float, float]:
+        method = AdapTable(random_state=0).fit(model, x[:4000], y[:4000], x[4000:5000],
+                                               y[4000:5000])  # fmt: skip
+        predict = learn = 0.0
+        learned = 0
+        for t in range(batches):
+            rows = np.arange(t * 64, (t + 1) * 64)
+            tick = time.perf_counter()
+            method.predict_proba(stream[rows])
+            predict += time.perf_counter() - tick
+            if share:
+                chosen = rows[:: int(1 / share)]
+                tick = time.perf_counter()
+                method.partial_fit(stream[chosen], labels[chosen], rows=chosen)
+                learn += time.perf_counter() - tick
+                learned += len(chosen)
+        return 1e3 * predict / batches, 1e6 * learn / max(learned, 1)
+
+    def inference(rows: int) -> float:
+        tick = time.perf_counter()
+        for _ in range(500):
+            model.predict_proba(stream[:rows])
+        return 1e6 * (time.perf_counter() - tick) / 500 / rows
+
+    plain = min(run(0.0)[0] for _ in range(repeats))
+    fed = [run(0.05) for _ in range(repeats)]
+    return (
+        f"predict_proba without labels: {plain:.3f} ms per batch of 64\n"
+        f"predict_proba with 5 % of labels: {min(f[0] for f in fed):.3f} ms per batch\n"
+        f"partial_fit: {min(f[1] for f in fed):.1f} us per row (calls of 4 rows)\n"
+        f"model inference: {inference(4):.1f} us per row in calls of 4 rows, "
+        f"{inference(64):.1f} in calls of 64"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     default_roles = ["generality", "development", "confirmation", "holdout"]
@@ -173,7 +264,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--out", default=None, help="write the tables to this Markdown file")
     parser.add_argument("--table-only", action="store_true", help="no runs: the stored records")
+    parser.add_argument(
+        "--estimates",
+        action="store_true",
+        help="also rerun the unlabelled adapter per cell for the report's performance estimate",
+    )
+    parser.add_argument("--costs", action="store_true", help="only measure the costs")
     args = parser.parse_args()
+    if args.costs:
+        print(costs())
+        return
     if set(args.roles) & set(SEALED_ROLES):
         parser.error(f"the sealed roles {SEALED_ROLES} are kept for judging a design")
     started = time.perf_counter()
@@ -217,6 +317,9 @@ def main() -> None:
         + case_table(table, names)
         + f"\n\nwall time {time.perf_counter() - started:.0f} s\n"
     )
+    if args.estimates:
+        stored = store.completed()
+        text += "\n\n" + estimate_table(chosen, args.models, args.seeds, stored) + "\n"
     print(text)
     if args.out:
         Path(args.out).write_text(text)

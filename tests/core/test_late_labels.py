@@ -227,8 +227,7 @@ def test_drift_log_scores_late_labels_by_batch_and_forgets_old_predictions() -> 
         log.record(
             rows=3,
             predictions=np.array(codes),
-            expected_source=eye,
-            expected_adapter=eye,
+            expected=np.stack([eye, eye]),
             rule="source",
             target_prior=np.array([0.5, 0.5]),
         )

@@ -23,8 +23,8 @@ Example:
     >>> import numpy as np
     >>> log = DriftLog(n_classes=2, objective="accuracy")
     >>> eye = np.eye(2) * 2.0
-    >>> log.record(rows=4, predictions=np.array([0, 1, 1, 0]), expected_source=eye,
-    ...            expected_adapter=eye, rule="source", target_prior=np.array([0.5, 0.5]))
+    >>> log.record(rows=4, predictions=np.array([0, 1, 1, 0]), expected=np.stack([eye, eye]),
+    ...            rule="source", target_prior=np.array([0.5, 0.5]))
     >>> log.learn(np.array([0, 1]), labels=np.array([0, 0]), source_predictions=np.array([0, 0]))
     >>> frame = log.frame()
     >>> frame[["rows", "realised_rows", "realised_source", "realised_adapter"]].values.tolist()
@@ -120,8 +120,7 @@ class DriftLog:
         *,
         rows: int,
         predictions: np.ndarray,
-        expected_source: np.ndarray,
-        expected_adapter: np.ndarray,
+        expected: np.ndarray,
         rule: str,
         target_prior: np.ndarray,
         prior_total: float | None = None,
@@ -132,7 +131,9 @@ class DriftLog:
         n_labelled: int = 0,
         labelled_counts: np.ndarray | None = None,
     ) -> None:
-        """One adapted batch (``predictions``: the adapter's class codes of its rows, (rows,));
+        """One adapted batch (``predictions``: the adapter's class codes of its rows, (rows,);
+        ``expected``: the expected confusion matrices of the unadapted model and of the
+        adapter, (2, C, C));
         ``prior_total``: the total pseudo-count of the Dirichlet whose mean is ``target_prior``
         (its interval; ``None``: no interval). Missing statistics are stored as NaN."""
         c = self.n_classes
@@ -149,7 +150,7 @@ class DriftLog:
                 _number(prior_total),
                 np.asarray(target_prior, dtype=np.float64).copy(),
                 np.zeros(c) if labelled_counts is None else np.array(labelled_counts, float),
-                np.stack([expected_source, expected_adapter]).astype(np.float64),
+                np.asarray(expected, dtype=np.float64),
                 np.zeros((2, c, c)),
             )
         )

@@ -53,6 +53,7 @@ from adaptable.core.feedback import (
     standard_rules,
     unlabelled_worth,
 )
+from adaptable.core.feedback.prior import JEFFREYS
 from adaptable.core.label_shift import LabelShiftTest
 from adaptable.core.parameters import Constraint, Interval, StrOptions
 from adaptable.core.parts import FitContext, LoadContext, PartState
@@ -446,6 +447,11 @@ class RecommendedDecider(Decider):
             worth = self._unlabelled_worth()
         # no intervals here: the report computes them for all batches at once
         counts = self.feedback.reservoir.counts
+        if self.feedback.n_labelled == 0:
+            # combine_prior without labels, without its checks (this runs on every batch)
+            alpha = worth * estimate.prior + JEFFREYS
+            nan = np.full(len(alpha), np.nan)
+            return PriorPosterior(alpha / alpha.sum(), nan, nan, 0.0, worth, True)
         return combine_prior(counts, estimate.prior, worth, interval=False)
 
     def _unlabelled_worth(self) -> float:
@@ -542,17 +548,22 @@ class RecommendedDecider(Decider):
         if moment_accepts:
             posteriors = self.prior_estimate.target_posteriors(batch.calibrated, post.mean)
         predictions = decision.proba.argmax(axis=1)
-        expected = expected_confusion(
-            posteriors, np.stack([model_proba.argmax(axis=1), predictions])
+        n_classes = len(self.source_prior_)
+        # both rules' one-hot decisions side by side: one (C, n) x (n, 2C) product gives both
+        # expected confusion matrices
+        classes = np.arange(n_classes)
+        decided = np.concatenate(
+            [model_proba.argmax(axis=1)[:, None] == classes, predictions[:, None] == classes],
+            axis=1,
         )
+        expected = (posteriors.T @ decided).reshape(n_classes, 2, n_classes).transpose(1, 0, 2)
         log = self.drift_log
         level = self.label_shift_level
         known = moment_accepts or self.feedback.n_labelled > 0
         log.record(
             rows=len(predictions),
             predictions=predictions,
-            expected_source=expected[0],
-            expected_adapter=expected[1],
+            expected=expected,
             rule=decision.rule or "",
             # the estimate with its interval where one exists (labels, or the label-shift
             # reading the moment test accepts); none otherwise (the MAP-EM estimate is only
