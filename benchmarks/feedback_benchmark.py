@@ -256,6 +256,9 @@ def main() -> None:
     default_roles = ["generality", "development", "confirmation", "holdout"]
     parser.add_argument("--roles", nargs="*", default=default_roles)
     parser.add_argument("--cases", nargs="*", default=[], help="extra cases by name")
+    parser.add_argument(
+        "--only", nargs="*", default=None, help="run only these cases (dataset names)"
+    )
     parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--shares", nargs="+", type=float, default=[0.01, 0.05, 0.2])
@@ -278,6 +281,8 @@ def main() -> None:
         parser.error(f"the sealed roles {SEALED_ROLES} are kept for judging a design")
     started = time.perf_counter()
     chosen = cells(args.roles, args.cases)
+    if args.only is not None:
+        chosen = [cell for cell in chosen if cell[1] in args.only]
     store = ResultStore(args.results)
     specs = [
         spec

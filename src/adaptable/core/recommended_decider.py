@@ -402,12 +402,14 @@ class RecommendedDecider(Decider):
     #: the labelled-rows settings (see :class:`~adaptable.core.feedback.LabelledFeedback`):
     #: what the held-out rows are worth in labelled rows, the share of bootstrap draws a rule
     #: must win to replace the incumbent, labelled rows before labels change a decision and
-    #: before a score correction is fitted, and labelled rows kept
+    #: before a score correction is fitted, and labelled rows kept. Evidence and the two
+    #: minimums are set on the development benchmark (docs/results/feedback.md): a few dozen
+    #: labels let noise switch the rule among the five candidates.
     FEEDBACK_SETTINGS: ClassVar[dict[str, float]] = {
         "heldout_worth": 100.0,
-        "evidence": 0.8,
-        "min_labelled": 10,
-        "correction_rows": 30,
+        "evidence": 0.9,
+        "min_labelled": 50,
+        "correction_rows": 100,
         "capacity": 2048,
     }
     #: stream posteriors the unlabelled estimate's worth (its interval) is computed from: a
