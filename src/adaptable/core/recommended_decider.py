@@ -107,10 +107,12 @@ class RecommendedDecider(Decider):
         expected_confusion: the stream's expected (true, predicted) counts of argmax [0] and
             of the balanced rule [1] under the calibrated posteriors, (2, C, C).
 
-    The seams for what comes next: every :class:`~adaptable.core.deciders.Decision` carries the
-    batch's statistics and rule (a per-batch drift report reads them), and labelled target rows
-    that arrive late would enter through a method beside :meth:`decide` that updates
-    :attr:`prior_estimate` and :attr:`expected_confusion` from (calibrated posteriors, labels).
+    Late labels (``AdapTable.partial_fit``) enter through :meth:`learn` and the labelled-rows
+    parts (:attr:`feedback`, a :class:`~adaptable.core.feedback.LabelledFeedback`): once enough
+    have arrived, each batch's rule is chosen among argmax, the balanced rule, label-shift
+    correction at the combined target prior, the plug-in rule, the unlabelled decision and a
+    score correction (rule names ``"feedback:..."``). Every batch writes one record of the
+    drift report (:attr:`drift_log`, :class:`~adaptable.core.drift_report.DriftLog`).
     """
 
     preset: ClassVar[str] = "default"
