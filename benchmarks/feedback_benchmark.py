@@ -109,7 +109,9 @@ def gains(records: list[dict[str, Any]], cell_role: dict[tuple[str, str], str]) 
     for key, by_row in values.items():
         if "source" not in by_row:
             continue
-        means = {name: float(np.mean(v)) for name, v in by_row.items()}
+        # rows run on fewer seeds than the unadapted model are left out (a partial run)
+        seeds = len(by_row["source"])
+        means = {name: float(np.mean(v)) for name, v in by_row.items() if len(v) == seeds}
         base = means["source"]
         fixed = [means[n] for n in ("source", "balanced", "oracle_prior") if n in means]
         means["best fixed rule"] = max(fixed)
