@@ -241,3 +241,22 @@ def test_drift_log_scores_late_labels_by_batch_and_forgets_old_predictions() -> 
     restored = DriftLog(n_classes=2, objective="accuracy", prediction_rows=4)
     restored.restore({k: v for k, v in log.arrays().items() if v.size})
     assert restored.frame().equals(frame)
+
+
+def test_a_file_without_the_labelled_state_loads_and_predicts(shifts, tmp_path, edited_copy):
+    """Files written before late labels existed hold no feedback, report or worth tensors."""
+    stream = shifts.make_stream("label", 6 * BATCH, seed=8)
+    method, model = _fitted(stream)
+    for t in range(3):
+        method.predict(stream.x_stream[t * BATCH : (t + 1) * BATCH])
+    method.save(tmp_path / "new.safetensors")
+
+    def drop(tensors: dict, meta: dict) -> None:
+        for key in [k for k in tensors if k.startswith(("feedback.", "report.", "worth_cache"))]:
+            del tensors[key]
+
+    old = AdapTable.load(edited_copy(tmp_path / "new.safetensors", tmp_path, drop), model=model)
+    batch = stream.x_stream[3 * BATCH : 4 * BATCH]
+    np.testing.assert_array_equal(old.predict_proba(batch), method.predict_proba(batch))
+    assert len(old.report()) == 1  # the records before the save are not in the file
+    old.partial_fit(batch[:5], stream.y_stream[3 * BATCH : 3 * BATCH + 5], rows=np.arange(3, 8))
