@@ -298,6 +298,21 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
         help="shift scenarios (default: natural)",
     )
     _add_batch_size(run)
+    run.add_argument(
+        "--feedback",
+        nargs=2,
+        type=float,
+        default=None,
+        metavar=("SHARE", "DELAY"),
+        help="late labels: SHARE of each batch's rows (0-1) reach partial_fit DELAY batches "
+        "later; metrics score every row as predicted before its label arrived",
+    )
+    run.add_argument(
+        "--drift-figure",
+        default=None,
+        metavar="PNG",
+        help="draw AdapTable's drift report of the one experiment run (reruns it in-process)",
+    )
     _add_common(run)
     run.set_defaults(subparser=run)
 
@@ -592,6 +607,10 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
         args.datasets, args.scenarios, args.models, args.parsed_methods, args.seeds,
         batch_size=args.batch_size,
     )  # fmt: skip
+    if args.feedback is not None:
+        from adaptable.experiments.drift_figure import with_feedback
+
+        specs = with_feedback(specs, *args.feedback)
     store = ResultStore(args.results)
     context, executor = _context_and_executor(args, components)
     plan = plan_line(specs, store, device=lookup_device(context))
@@ -605,6 +624,13 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
     if result.records:
         print(summary(result.records))
     report_sweep(result)
+    if args.drift_figure is not None:
+        from adaptable.experiments.drift_figure import draw_experiment
+
+        if len(specs) != 1:
+            print(f"--drift-figure draws one experiment; this run has {len(specs)}")
+            return 1
+        print(f"drift report figure: {draw_experiment(specs[0], args.drift_figure, context)}")
     return 0 if result.records and not result.failures else 1
 
 

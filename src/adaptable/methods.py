@@ -5,7 +5,8 @@ The experiment runner builds every method through it, so they are all treated al
     >>> from adaptable import methods
     >>> methods.names()  # doctest: +NORMALIZE_WHITESPACE
     ['source', 'adaptable', 'pl', 'tent', 'ttt++', 'eata', 'sar', 'lame', 'em', 'bbse', 'ftat',
-     'fth', 'ogd', 'flh_ftl', 'balanced', 'oracle_prior']
+     'fth', 'ogd', 'flh_ftl', 'balanced', 'oracle_prior', 'labelled_recalibration',
+     'labelled_prior', 'labelled_online']
     >>> method = methods.create("tent", lr=1e-4)  # doctest: +SKIP
     >>> method.fit(source_model, X_train, y_train, X_valid, y_valid)  # doctest: +SKIP
 
@@ -40,6 +41,10 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "balanced": ("adaptable.baselines.decision_rules", "BalancedDecision"),
     # An oracle (reads the test stream's labels): a reference row for tables only.
     "oracle_prior": ("adaptable.baselines.decision_rules", "OraclePrior"),
+    # Anchors that use late labels alone (``partial_fit``): reference rows of the feedback table.
+    "labelled_recalibration": ("adaptable.baselines.labelled", "LabelledRecalibration"),
+    "labelled_prior": ("adaptable.baselines.labelled", "LabelledPrior"),
+    "labelled_online": ("adaptable.baselines.labelled", "LabelledOnline"),
 }
 
 #: methods that update model parameters and therefore need a torch source model; ``ftat`` does
@@ -49,8 +54,9 @@ PARAMETER_UPDATING = ("pl", "tent", "ttt++", "eata", "sar")
 
 def names() -> list[str]:
     """Registered method names: the paper's table order, the label-shift classics, the later
-    peers (FTAT and the online label-shift methods), then the stateless decision rules
-    (``balanced``; ``oracle_prior`` reads the test labels)."""
+    peers (FTAT and the online label-shift methods), the stateless decision rules
+    (``balanced``; ``oracle_prior`` reads the test labels), then the anchors that learn from
+    late labels (``partial_fit``)."""
     return list(_REGISTRY)
 
 

@@ -193,7 +193,8 @@ def test_bad_input_errors(torch_source, tiny_task):
 def test_registry_names_and_unknown_name():
     assert methods.names() == [
         "source", "adaptable", "pl", "tent", "ttt++", "eata", "sar", "lame", "em", "bbse",
-        "ftat", "fth", "ogd", "flh_ftl", "balanced", "oracle_prior",
+        "ftat", "fth", "ogd", "flh_ftl", "balanced", "oracle_prior", "labelled_recalibration",
+        "labelled_prior", "labelled_online",
     ]  # fmt: skip
     with pytest.raises(ValueError, match="unknown method 'tentt'.*'tent'"):
         methods.create("tentt")

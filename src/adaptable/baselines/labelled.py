@@ -30,17 +30,20 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 
+from adaptable.baselines.common import CheckedParameters
 from adaptable.core import TestTimeMethod, as_logit_function, normalize, softmax, source_prior
 from adaptable.core.decision import OBJECTIVES, plugin_weights
 from adaptable.core.feedback import LabelledReservoir, fit_affine
 from adaptable.core.interface import SourceData
+from adaptable.core.parameters import Constraint, Interval, StrOptions
 
 
-class LabelledAnchor(TestTimeMethod):
+class LabelledAnchor(CheckedParameters, TestTimeMethod):
     """Base: the model's log-posteriors, labelled rows through :meth:`partial_fit`, and the
     objective's decision over a reservoir of the stream; subclasses correct the posteriors.
 
@@ -55,10 +58,17 @@ class LabelledAnchor(TestTimeMethod):
         n_labelled_: labelled rows received since the last reset.
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "objective": [StrOptions(OBJECTIVES)],
+        "capacity": [Interval(Integral, 1, None)],
+        "seed": [Interval(Integral, 0, None)],
+    }
+
     def __init__(self, *, objective: str = "macro_f1", capacity: int = 2048, seed: int = 0):
         self.objective = objective
         self.capacity = capacity
         self.seed = seed
+        self._check_parameters()
 
     def _fit(self, model: Any, source: SourceData) -> None:
         """Keep the model's logit function and p_s (the source labels are needed for p_s)."""
@@ -150,6 +160,11 @@ class LabelledRecalibration(LabelledAnchor):
     """
 
     name = "labelled_recalibration"
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        **LabelledAnchor._parameter_constraints,
+        "strength": [Interval(Real, 0, None, closed="left")],
+        "min_labelled": [Interval(Integral, 1, None)],
+    }
 
     def __init__(
         self,
@@ -160,9 +175,9 @@ class LabelledRecalibration(LabelledAnchor):
         capacity: int = 2048,
         seed: int = 0,
     ):
-        super().__init__(objective=objective, capacity=capacity, seed=seed)
         self.strength = strength
         self.min_labelled = min_labelled
+        super().__init__(objective=objective, capacity=capacity, seed=seed)
 
     def _learn_reset(self) -> None:
         if not self.strength > 0:
@@ -216,6 +231,10 @@ class LabelledOnline(LabelledAnchor):
     """
 
     name = "labelled_online"
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        **LabelledAnchor._parameter_constraints,
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+    }
 
     def __init__(
         self,
@@ -225,8 +244,8 @@ class LabelledOnline(LabelledAnchor):
         capacity: int = 2048,
         seed: int = 0,
     ):
-        super().__init__(objective=objective, capacity=capacity, seed=seed)
         self.learning_rate = learning_rate
+        super().__init__(objective=objective, capacity=capacity, seed=seed)
 
     def _learn_reset(self) -> None:
         if not self.learning_rate > 0:

@@ -54,6 +54,11 @@ class ExperimentSpec:
         options: keyword options passed to the method (e.g. ``{"calibrator": "platt"}``); they
             are part of the key, so an ablation or a hyperparameter value is its own experiment.
         batch_size: rows per test batch.
+        feedback_share: share of each batch's rows whose labels the method receives later
+            (``partial_fit``), in [0, 1]; 0: no labels (the protocol of every other table).
+        feedback_delay: batches between a batch and its labels (0: right after the batch).
+            Both are part of the key only when ``feedback_share`` is not 0, so experiments
+            without labels keep their keys.
     """
 
     dataset: str
@@ -63,6 +68,8 @@ class ExperimentSpec:
     seed: int
     options: tuple[tuple[str, Any], ...] | Mapping[str, Any] = field(default=())
     batch_size: int = BATCH_SIZE
+    feedback_share: float = 0.0
+    feedback_delay: int = 0
 
     def __post_init__(self) -> None:
         for name in ("dataset", "scenario", "model", "method"):
@@ -73,10 +80,28 @@ class ExperimentSpec:
             raise ValueError(f"seed must be a non-negative int; got {self.seed!r}")
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ValueError(f"batch_size must be a positive int; got {self.batch_size!r}")
+        self._check_feedback()
         if isinstance(self.options, Mapping) or self.options is None:
             object.__setattr__(self, "options", _canonical_options(self.options))
         else:
             object.__setattr__(self, "options", _canonical_options(dict(self.options)))
+
+    def _check_feedback(self) -> None:
+        share, delay = self.feedback_share, self.feedback_delay
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
+            raise ValueError(f"feedback_share must be a number in [0, 1]; got {share!r}")
+        if isinstance(delay, bool) or not isinstance(delay, int) or delay < 0:
+            raise ValueError(f"feedback_delay must be a non-negative int; got {delay!r}")
+        object.__setattr__(self, "feedback_share", float(share))
+        if share == 0:
+            object.__setattr__(self, "feedback_delay", 0)  # no labels: the delay means nothing
+
+    @property
+    def feedback(self) -> dict[str, Any] | None:
+        """``{"share": ..., "delay": ...}``, or ``None`` without labels."""
+        if self.feedback_share == 0:
+            return None
+        return {"share": self.feedback_share, "delay": self.feedback_delay}
 
     @property
     def option_dict(self) -> dict[str, Any]:
@@ -91,6 +116,8 @@ class ExperimentSpec:
             parts.append(f"batch={self.batch_size}")
         if self.options:
             parts.append(json.dumps(self.option_dict, sort_keys=True, separators=(",", ":")))
+        if self.feedback is not None:
+            parts.append(f"feedback={self.feedback_share:g}@{self.feedback_delay}")
         return "|".join(parts)
 
     @property
@@ -111,8 +138,8 @@ class ExperimentSpec:
         return f"{self.method}[{inner}]"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (the inverse of :meth:`from_dict`)."""
-        return {
+        """JSON-ready fields (the inverse of :meth:`from_dict`; ``feedback`` only where set)."""
+        out = {
             "dataset": self.dataset,
             "scenario": self.scenario,
             "model": self.model,
@@ -121,6 +148,9 @@ class ExperimentSpec:
             "options": self.option_dict,
             "batch_size": self.batch_size,
         }
+        if self.feedback is not None:
+            out["feedback"] = self.feedback
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExperimentSpec:
@@ -133,6 +163,8 @@ class ExperimentSpec:
             seed=int(data["seed"]),
             options=dict(data.get("options") or {}),
             batch_size=int(data.get("batch_size", BATCH_SIZE)),
+            feedback_share=float((data.get("feedback") or {}).get("share", 0.0)),
+            feedback_delay=int((data.get("feedback") or {}).get("delay", 0)),
         )
 
 

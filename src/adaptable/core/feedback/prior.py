@@ -58,6 +58,11 @@ class PriorPosterior:
     worth: float
     compatible: bool
 
+    @property
+    def total(self) -> float:
+        """The Dirichlet's total pseudo-count (labelled rows, the estimate's worth, Jeffreys')."""
+        return self.n_labelled + self.worth + JEFFREYS * len(self.mean)
+
 
 def combine_prior(
     counts: np.ndarray,
@@ -66,6 +71,7 @@ def combine_prior(
     *,
     level: float = 0.9,
     compatibility_level: float = 0.01,
+    interval: bool = True,
 ) -> PriorPosterior:
     """Dirichlet posterior of the target label distribution.
 
@@ -76,6 +82,8 @@ def combine_prior(
         level: coverage of the reported per-class intervals.
         compatibility_level: the chi-squared test's level; where the counts reject pi_u at it,
             pi_u is dropped.
+        interval: compute the intervals (``False``: NaN, and no quantile function is called;
+            :func:`dirichlet_interval` gives them later from the mean and the total).
 
     Returns:
         :class:`PriorPosterior`; with no labels and no estimate, the uniform distribution.
@@ -107,10 +115,23 @@ def combine_prior(
             centre, worth = np.full(n_classes, 1.0 / n_classes), 0.0
     alpha = counts + worth * centre + JEFFREYS
     total = float(alpha.sum())
-    tail = (1.0 - level) / 2.0
-    lower = beta_distribution.ppf(tail, alpha, total - alpha)
-    upper = beta_distribution.ppf(1.0 - tail, alpha, total - alpha)
+    if interval:
+        lower, upper = dirichlet_interval(alpha / total, np.array(total), level)
+    else:
+        lower = upper = np.full(n_classes, np.nan)
     return PriorPosterior(alpha / total, lower, upper, n, float(worth), bool(compatible))
+
+
+def dirichlet_interval(
+    mean: np.ndarray, total: np.ndarray, level: float = 0.9
+) -> tuple[np.ndarray, np.ndarray]:
+    """Central ``level`` interval of each class's probability under Dirichlet(mean * total):
+    its marginals are Beta(alpha_k, total - alpha_k). ``mean`` (..., C), ``total`` (...,)."""
+    mean = np.asarray(mean, dtype=np.float64)
+    alpha = mean * np.asarray(total, dtype=np.float64)[..., None]
+    rest = np.asarray(total, dtype=np.float64)[..., None] - alpha
+    tail = (1.0 - level) / 2.0
+    return beta_distribution.ppf(tail, alpha, rest), beta_distribution.ppf(1 - tail, alpha, rest)
 
 
 def unlabelled_worth(

@@ -1,0 +1,357 @@
+"""The drift report: one record per adapted batch, and the realised performance as labels arrive.
+
+The recommended decider writes one record per batch (:meth:`DriftLog.record`): the batch's
+rows, the shift tests' statistics against their thresholds, the rule it used, the estimated
+target label distribution with an interval, the labelled rows received so far, and the
+*expected* confusion matrices of the unadapted model (argmax) and of the adapter under the
+posteriors the adapter believes (the label-shift reading where the moment test accepts, the
+model's own otherwise; :func:`adaptable.core.decision.expected_confusion`). Labels that arrive
+later (:meth:`DriftLog.learn`) are matched to the rows they belong to by *row id*: the rows'
+positions in the stream since fit / reset (the first batch's rows are 0 .. n - 1, the next
+batch's follow). A label is scored against the prediction the adapter made for that row, and
+against the model's argmax, and counted in the *realised* confusion matrices of the batch the
+row came from. Labels passed without row ids teach the adapter but are not scored: rows
+re-presented by value cannot be told apart from other rows with the same features.
+
+Memory: a fixed number of numbers per batch (the matrices are C x C), plus the adapter's
+predicted class codes of the last ``prediction_rows`` rows (older rows' labels still teach the
+adapter, but are not scored; :attr:`DriftLog.unscored` counts them).
+
+:meth:`DriftLog.frame` returns the report as a pandas DataFrame (see there for the columns).
+
+Example:
+    >>> import numpy as np
+    >>> log = DriftLog(n_classes=2, objective="accuracy")
+    >>> eye = np.eye(2) * 2.0
+    >>> log.record(rows=4, predictions=np.array([0, 1, 1, 0]), expected=np.stack([eye, eye]),
+    ...            rule="source", target_prior=np.array([0.5, 0.5]))
+    >>> log.learn(np.array([0, 1]), labels=np.array([0, 0]), source_predictions=np.array([0, 0]))
+    >>> frame = log.frame()
+    >>> frame[["rows", "realised_rows", "realised_source", "realised_adapter"]].values.tolist()
+    [[4.0, 2.0, 1.0, 0.5]]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from adaptable.core.decision import confusion, score
+from adaptable.core.feedback.prior import dirichlet_interval
+
+#: predicted class codes kept for matching late labels to their rows
+PREDICTION_ROWS = 1 << 16
+
+
+@dataclass
+class _Batch:
+    """One batch's record (see :meth:`DriftLog.record`)."""
+
+    first_row: int
+    rows: int
+    rule: str
+    shift_statistic: float
+    shift_threshold: float
+    prior_statistic: float
+    prior_critical: float
+    n_labelled: int
+    prior_total: float
+    target_prior: np.ndarray
+    labelled_counts: np.ndarray
+    expected: np.ndarray  # (2, C, C): argmax, adapter
+    realised: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (2, C, C)
+
+
+#: the per-batch numbers saved as one (batches, len) array, in this order
+_SCALARS = (
+    "first_row",
+    "rows",
+    "shift_statistic",
+    "shift_threshold",
+    "prior_statistic",
+    "prior_critical",
+    "n_labelled",
+    "prior_total",
+)
+
+
+class DriftLog:
+    """Per-batch records of a stream, and late labels scored against the rows' predictions.
+
+    Args:
+        n_classes: C.
+        objective: the metric of the performance columns (one of
+            :data:`adaptable.core.decision.OBJECTIVES`).
+        prediction_rows: predicted codes kept for matching labels to rows.
+
+    Attributes:
+        n_rows: rows recorded since the last reset (the next batch's first row id).
+        unscored: labelled rows given with ids whose predictions were no longer kept.
+    """
+
+    def __init__(
+        self, n_classes: int, objective: str, prediction_rows: int = PREDICTION_ROWS
+    ) -> None:
+        self.n_classes = int(n_classes)
+        self.objective = objective
+        self.prediction_rows = int(prediction_rows)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every record."""
+        self._batches: list[_Batch] = []
+        self._starts: list[int] = []
+        #: predicted codes by batch index, the batches from ``_oldest`` on
+        self._predictions: dict[int, np.ndarray] = {}
+        self._oldest = 0
+        self._kept = 0
+        self.n_rows = 0
+        self.unscored = 0
+
+    def __len__(self) -> int:
+        return len(self._batches)
+
+    # ------------------------------------------------------------------ writing
+    def record(
+        self,
+        *,
+        rows: int,
+        predictions: np.ndarray,
+        expected: np.ndarray,
+        rule: str,
+        target_prior: np.ndarray,
+        prior_total: float | None = None,
+        shift_statistic: float | None = None,
+        shift_threshold: float = np.nan,
+        prior_statistic: float | None = None,
+        prior_critical: float = np.nan,
+        n_labelled: int = 0,
+        labelled_counts: np.ndarray | None = None,
+    ) -> None:
+        """One adapted batch (``predictions``: the adapter's class codes of its rows, (rows,);
+        ``expected``: the expected confusion matrices of the unadapted model and of the
+        adapter, (2, C, C));
+        ``prior_total``: the total pseudo-count of the Dirichlet whose mean is ``target_prior``
+        (its interval; ``None``: no interval). Missing statistics are stored as NaN."""
+        c = self.n_classes
+        self._batches.append(
+            _Batch(
+                self.n_rows,
+                int(rows),
+                rule,
+                _number(shift_statistic),
+                float(shift_threshold),
+                _number(prior_statistic),
+                float(prior_critical),
+                int(n_labelled),
+                _number(prior_total),
+                np.asarray(target_prior, dtype=np.float64).copy(),
+                np.zeros(c) if labelled_counts is None else np.array(labelled_counts, float),
+                np.asarray(expected, dtype=np.float64),
+                np.zeros((2, c, c)),
+            )
+        )
+        self._starts.append(self.n_rows)
+        self._keep(np.asarray(predictions, dtype=np.int16))
+        self.n_rows += int(rows)
+
+    def _keep(self, codes: np.ndarray) -> None:
+        """The latest batch's predicted codes; the oldest batches' dropped past the budget."""
+        self._predictions[len(self._batches) - 1] = codes
+        self._kept += len(codes)
+        while self._kept - len(self._predictions[self._oldest]) >= self.prediction_rows:
+            self._kept -= len(self._predictions.pop(self._oldest))
+            self._oldest += 1
+
+    def learn(
+        self, row_ids: np.ndarray, labels: np.ndarray, source_predictions: np.ndarray
+    ) -> None:
+        """Labels of earlier rows: each counted in the realised confusions of its batch.
+
+        Args:
+            row_ids: the rows' ids (positions in the stream since fit / reset), (n,).
+            labels: their label codes, (n,).
+            source_predictions: the model's argmax for those rows, (n,).
+
+        Raises:
+            ValueError: an id that names no row predicted so far.
+        """
+        row_ids = np.asarray(row_ids, dtype=np.int64)
+        if len(row_ids) == 0:
+            return
+        if row_ids.min() < 0 or row_ids.max() >= self.n_rows:
+            raise ValueError(
+                f"row ids must name rows already predicted, 0 .. {self.n_rows - 1} since fit / "
+                f"reset; got ids from {row_ids.min()} to {row_ids.max()}."
+            )
+        batch = np.searchsorted(np.asarray(self._starts), row_ids, side="right") - 1
+        labels = np.asarray(labels, dtype=np.int64)
+        source_predictions = np.asarray(source_predictions, dtype=np.int64)
+        for index in np.unique(batch).tolist():
+            mine = batch == index
+            codes = self._predictions.get(index)
+            if codes is None:  # predictions no longer kept: the labels still teach the adapter
+                self.unscored += int(mine.sum())
+                continue
+            adapter = codes[row_ids[mine] - self._starts[index]]
+            realised = self._batches[index].realised
+            realised[0] += confusion(labels[mine], source_predictions[mine], self.n_classes)
+            realised[1] += confusion(labels[mine], adapter, self.n_classes)
+
+    # ------------------------------------------------------------------ reading
+    def frame(self, classes: Any = None) -> pd.DataFrame:
+        """The report, one row per batch.
+
+        Columns: ``batch``, ``first_row``, ``rows``; ``rule``; ``shift_statistic`` (the moment
+        test's z-score), ``shift_threshold``, ``shift_rejects``; ``prior_statistic`` (the
+        likelihood-ratio statistic of the target prior against p_s; NaN where the moment test
+        rejected), ``prior_critical``, ``prior_rejects``; ``n_labelled`` (labelled rows received
+        before the batch was decided); per class ``k`` (named by ``classes``, default 0..C-1):
+        ``prior_k`` and its 90 % interval ``prior_k_low`` / ``prior_k_high`` (NaN where the
+        estimate has none: no labels while the moment test rejects pure label shift), and
+        ``labelled_share_k`` (the class's share of the labelled rows, NaN without any); the
+        objective of the batch and of the stream so far (through this batch), estimated from
+        the posteriors (``estimated_source``, ``estimated_adapter``, ``..._so_far``) and
+        realised on the labels that have arrived for the batch's rows (``realised_rows``,
+        ``realised_source``, ``realised_adapter``, ``..._so_far``; NaN without labels).
+        """
+        names = [str(k) for k in (range(self.n_classes) if classes is None else classes)]
+        if not self._batches:
+            return pd.DataFrame(columns=["batch", *_SCALARS, "rule"])
+        b = self._batches
+        data: dict[str, Any] = {"batch": np.arange(len(b))}
+        for key in _SCALARS:
+            data[key] = np.array([getattr(x, key) for x in b], dtype=np.float64)
+        data["rule"] = [x.rule for x in b]
+        data["shift_rejects"] = data["shift_statistic"] > data["shift_threshold"]
+        data["prior_rejects"] = data["prior_statistic"] >= data["prior_critical"]
+        prior = np.stack([x.target_prior for x in b])
+        total = data["prior_total"]
+        lower, upper = np.full_like(prior, np.nan), np.full_like(prior, np.nan)
+        known = np.isfinite(total)
+        if known.any():
+            lower[known], upper[known] = dirichlet_interval(prior[known], total[known])
+        for k, name in enumerate(names):
+            data[f"prior_{name}"] = prior[:, k]
+            data[f"prior_{name}_low"] = lower[:, k]
+            data[f"prior_{name}_high"] = upper[:, k]
+        counts = np.stack([x.labelled_counts for x in b])
+        totals = counts.sum(axis=1, keepdims=True)
+        shares = np.where(totals > 0, counts / np.maximum(totals, 1), np.nan)
+        for k, name in enumerate(names):
+            data[f"labelled_share_{name}"] = shares[:, k]
+        expected = np.stack([x.expected for x in b])
+        realised = np.stack([x.realised for x in b])
+        for kind, matrices in (("estimated", expected), ("realised", realised)):
+            batch_scores = _scores(matrices, self.objective)
+            so_far = _scores(np.cumsum(matrices, axis=0), self.objective)
+            for r, who in enumerate(("source", "adapter")):
+                data[f"{kind}_{who}"] = batch_scores[:, r]
+                data[f"{kind}_{who}_so_far"] = so_far[:, r]
+        data["realised_rows"] = realised[:, 0].sum(axis=(1, 2))
+        return pd.DataFrame(data)
+
+    # ------------------------------------------------------------------ state
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The records and the kept predictions as arrays (rule names as UTF-8 bytes)."""
+        b, c = self._batches, self.n_classes
+        width = len(_SCALARS)
+        scalars = np.array([[float(getattr(x, k)) for k in _SCALARS] for x in b]).reshape(-1, width)
+        vectors = (
+            np.stack([np.stack([x.target_prior, x.labelled_counts]) for x in b])
+            if b
+            else np.zeros((0, 2, c))
+        )
+        matrices = (
+            np.stack([np.concatenate([x.expected, x.realised]) for x in b])
+            if b
+            else np.zeros((0, 4, c, c))
+        )
+        rules = "\n".join(x.rule for x in b).encode()
+        codes = list(self._predictions.values())
+        # NaN marks a value not computed; the file holds 0 there and a mask (checked readers
+        # refuse NaN in a saved tensor)
+        return {
+            "scalars": np.nan_to_num(scalars),
+            "scalars_missing": np.isnan(scalars).astype(np.uint8),
+            "vectors": np.nan_to_num(vectors),
+            "vectors_missing": np.isnan(vectors).astype(np.uint8),
+            "matrices": matrices,
+            "rules": np.frombuffer(rules, dtype=np.uint8).copy(),
+            "predictions": np.concatenate(codes).astype(np.int64) if codes else np.zeros(0),
+            "counters": np.array([self.n_rows, self.unscored, self._oldest], dtype=np.int64),
+        }
+
+    def restore(self, arrays: dict[str, np.ndarray]) -> None:
+        """Inverse of :meth:`arrays` (empty arrays may be missing).
+
+        Raises:
+            ValueError: missing, malformed or inconsistent arrays.
+        """
+        c, width = self.n_classes, len(_SCALARS)
+        self.reset()
+        if "counters" not in arrays:
+            return  # a file written before the report existed: no records
+        counters = np.asarray(arrays["counters"], dtype=np.int64).reshape(-1)
+        scalars = np.array(arrays.get("scalars", np.zeros((0, width))), dtype=np.float64)
+        n = len(scalars)
+        vectors = np.array(arrays.get("vectors", np.zeros((0, 2, c))), dtype=np.float64)
+        matrices = np.asarray(arrays.get("matrices", np.zeros((0, 4, c, c))), dtype=np.float64)
+        for name, values in (("scalars", scalars), ("vectors", vectors)):
+            missing = np.asarray(arrays.get(f"{name}_missing", np.zeros(0)), dtype=bool)
+            if missing.size:
+                if missing.shape != values.shape:
+                    raise ValueError(f"drift report: {name}_missing does not match {name}.")
+                values[missing] = np.nan
+        rules_bytes = np.asarray(arrays.get("rules", np.zeros(0)), dtype=np.uint8).tobytes()
+        rules = rules_bytes.decode().split("\n") if n else []
+        if (
+            counters.shape != (3,)
+            or scalars.shape != (n, width)
+            or vectors.shape != (n, 2, c)
+            or matrices.shape != (n, 4, c, c)
+            or len(rules) != n
+        ):
+            raise ValueError("drift report: arrays of inconsistent shapes.")
+        for i in range(n):
+            s = scalars[i]
+            self._batches.append(
+                _Batch(
+                    int(s[0]),
+                    int(s[1]),
+                    rules[i],
+                    *(float(v) for v in s[2:6]),
+                    int(s[6]),
+                    float(s[7]),
+                    vectors[i, 0].copy(),
+                    vectors[i, 1].copy(),
+                    matrices[i, :2].copy(),
+                    matrices[i, 2:].copy(),
+                )
+            )
+            self._starts.append(int(s[0]))
+        codes = np.asarray(arrays.get("predictions", np.zeros(0)), dtype=np.int64)
+        oldest = int(counters[2])
+        kept_rows = [x.rows for x in self._batches[oldest:]]
+        if not 0 <= oldest <= n or sum(kept_rows) != len(codes):
+            raise ValueError("drift report: kept predictions do not match the batches' rows.")
+        offset = 0
+        for index, rows in enumerate(kept_rows, start=oldest):
+            self._predictions[index] = codes[offset : offset + rows].astype(np.int16)
+            offset += rows
+        self._oldest, self._kept = oldest, len(codes)
+        self.n_rows, self.unscored = int(counters[0]), int(counters[1])
+
+
+def _number(value: float | None) -> float:
+    return np.nan if value is None else float(value)
+
+
+def _scores(matrices: np.ndarray, objective: str) -> np.ndarray:
+    """The objective of each (batch, rule) matrix, NaN where a matrix holds no rows."""
+    flat = matrices.reshape(-1, *matrices.shape[-2:])
+    values = np.array([score(m, objective) if m.sum() > 0 else np.nan for m in flat])
+    return values.reshape(matrices.shape[:-2])

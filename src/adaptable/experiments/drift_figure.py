@@ -1,0 +1,189 @@
+"""The drift report as one figure: what the adapter saw on a stream, and how it did.
+
+:func:`plot_drift_report` draws :meth:`adaptable.AdapTable.report`'s DataFrame in four panels
+over the stream's batches:
+
+1. performance: the objective of the unadapted model and of the adapter over the stream so
+   far, estimated from the posteriors (dashed) and realised on the labels that have arrived
+   (solid);
+2. the estimated target label distribution with its 90 % interval, beside the share of each
+   class among the labelled rows (dots) and, where given, the true share of the stream so far;
+3. the shift tests against their thresholds: the moment test's z-score over its threshold and
+   the likelihood-ratio statistic over its critical value (above 1: the test rejects);
+4. the rule the adapter used on each batch (a change of rule is a step).
+
+:func:`experiment_report` runs one experiment of the runner (its feedback protocol included)
+in this process and returns the method's report with the stream's true label shares;
+:func:`draw_experiment` does both and saves the figure (``adaptable run --drift-figure``).
+
+>>> import pandas as pd
+>>> report = pd.DataFrame({"batch": [0, 1], "rule": ["source", "balanced"],
+...     "estimated_source_so_far": [0.7, 0.7], "estimated_adapter_so_far": [0.7, 0.72],
+...     "realised_source_so_far": [float("nan"), 0.69], "realised_adapter_so_far": [float("nan"), 0.71],
+...     "prior_0": [0.6, 0.55], "prior_0_low": [0.5, 0.5], "prior_0_high": [0.7, 0.6],
+...     "prior_1": [0.4, 0.45], "prior_1_low": [0.3, 0.4], "prior_1_high": [0.5, 0.5],
+...     "labelled_share_0": [float("nan"), 0.5], "labelled_share_1": [float("nan"), 0.5],
+...     "shift_statistic": [1.0, 4.0], "shift_threshold": [3.0, 3.0],
+...     "prior_statistic": [0.5, float("nan")], "prior_critical": [3.84, 3.84]})
+>>> len(plot_drift_report(report).axes)
+4
+"""  # noqa: E501
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from adaptable.experiments.plots import save_figure
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def report_classes(report: pd.DataFrame) -> list[str]:
+    """The class names of a report (from its ``prior_<class>`` columns)."""
+    return [
+        column.removeprefix("prior_")
+        for column in report.columns
+        if column.startswith("prior_")
+        and not column.endswith(("_low", "_high"))
+        and column not in ("prior_statistic", "prior_critical", "prior_rejects", "prior_total")
+    ]
+
+
+def plot_drift_report(
+    report: pd.DataFrame,
+    *,
+    title: str | None = None,
+    true_shares: np.ndarray | None = None,
+    objective: str = "macro-F1",
+) -> Any:
+    """The four panels of the module docstring; returns the matplotlib Figure.
+
+    Args:
+        report: :meth:`adaptable.AdapTable.report`'s DataFrame.
+        title: the figure's title.
+        true_shares: the stream's true class shares so far after each batch, (batches, C)
+            (a reference line; only an experiment with labels at hand has it).
+        objective: the performance axis' name.
+    """
+    plt = _pyplot()
+    fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True)
+    batch = report["batch"].to_numpy()
+    performance, prior, tests, rules = axes
+    for who, colour in (("source", "tab:gray"), ("adapter", "tab:blue")):
+        name = "unadapted model" if who == "source" else "adapter"
+        estimated = report[f"estimated_{who}_so_far"].to_numpy(dtype=float)
+        realised = report[f"realised_{who}_so_far"].to_numpy(dtype=float)
+        performance.plot(batch, 100 * estimated, "--", color=colour, label=f"{name}, estimated")
+        if np.isfinite(realised).any():
+            performance.plot(batch, 100 * realised, "-", color=colour, label=f"{name}, realised")
+    performance.set_ylabel(f"{objective} so far (%)")
+    performance.legend(fontsize="small", loc="best")
+    classes = report_classes(report)
+    shown = classes if len(classes) > 2 else classes[1:]  # two classes: one says it all
+    for k, name in enumerate(shown):
+        colour = f"C{k}"
+        prior.plot(batch, report[f"prior_{name}"], color=colour, label=f"estimate p_t({name})")
+        prior.fill_between(
+            batch,
+            report[f"prior_{name}_low"].to_numpy(dtype=float),
+            report[f"prior_{name}_high"].to_numpy(dtype=float),
+            color=colour,
+            alpha=0.2,
+            linewidth=0,
+        )
+        share = report.get(f"labelled_share_{name}")
+        if share is not None and np.isfinite(share.to_numpy(dtype=float)).any():
+            prior.plot(batch, share, ".", color=colour, markersize=3, label="labelled share")
+        if true_shares is not None:
+            index = classes.index(name)
+            prior.plot(batch, true_shares[:, index], ":", color=colour, label="true share")
+    prior.set_ylabel("target label share")
+    prior.legend(fontsize="small", loc="best")
+    # ratios on a log axis, floored so that a statistic near 0 stays on it
+    shift = np.maximum(report["shift_statistic"] / report["shift_threshold"], 1e-2)
+    tests.plot(batch, shift, label="moment test z / threshold")
+    prior_test = np.maximum(report["prior_statistic"] / report["prior_critical"], 1e-2)
+    tests.plot(batch, prior_test, label="prior LR statistic / critical value (NaN: not run)")
+    tests.axhline(1.0, color="k", linewidth=0.8)
+    tests.set_yscale("log")
+    tests.set_ylabel("statistic / threshold")
+    tests.legend(fontsize="small", loc="best")
+    names = list(dict.fromkeys(report["rule"]))
+    rules.step(batch, [names.index(r) for r in report["rule"]], where="post")
+    rules.set_yticks(range(len(names)), names, fontsize="small")
+    rules.set_ylabel("rule")
+    rules.set_xlabel("batch")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def with_feedback(specs: list[Any], share: float, delay: float) -> list[Any]:
+    """``specs`` with the feedback setting (``adaptable run --feedback SHARE DELAY``).
+
+    Raises:
+        ValueError: a share outside [0, 1] or a delay that is not a whole number >= 0.
+    """
+    import dataclasses
+
+    if delay != int(delay):
+        raise ValueError(f"the feedback delay is a whole number of batches; got {delay}")
+    return [
+        dataclasses.replace(s, feedback_share=float(share), feedback_delay=int(delay))
+        for s in specs
+    ]
+
+
+def experiment_report(spec: Any, context: Any = None) -> tuple[pd.DataFrame, np.ndarray]:
+    """Run ``spec`` (an :class:`~adaptable.experiments.spec.ExperimentSpec` whose method has a
+    report, i.e. ``adaptable`` with the default preset) in this process, with its feedback
+    setting, and return the method's report and the true class shares so far per batch.
+
+    Raises:
+        ValueError: the method keeps no report.
+    """
+    from adaptable.experiments.runner import (
+        RunContext,
+        fit_experiment,
+        predict_stream,
+        shifted_stream,
+    )
+
+    context = context or RunContext()
+    fitted = fit_experiment(spec, context)
+    if not callable(getattr(fitted.method, "report", None)):
+        raise ValueError(f"method {spec.method!r} keeps no drift report; use adaptable")
+    counts = np.zeros(int(fitted.dataset.n_classes))
+    shares = []
+    for batch in predict_stream(fitted, shifted_stream(fitted, spec.scenario, context)):
+        counts += np.bincount(batch.y, minlength=len(counts))
+        shares.append(counts / counts.sum())
+    return fitted.method.report(), np.array(shares)
+
+
+def draw_experiment(spec: Any, path: str | Path, context: Any = None) -> Path:
+    """:func:`experiment_report` drawn by :func:`plot_drift_report` and saved to ``path``."""
+    report, shares = experiment_report(spec, context)
+    feedback = spec.feedback
+    labels = (
+        "no labels"
+        if feedback is None
+        else f"{100 * feedback['share']:g} % of labels, {feedback['delay']} batches late"
+    )
+    title = f"{spec.dataset} / {spec.scenario} / {spec.model}, seed {spec.seed}: {labels}"
+    fig = plot_drift_report(report, title=title, true_shares=shares)
+    path = Path(path)
+    save_figure(fig, path)
+    return path

@@ -1,0 +1,262 @@
+"""AdapTable.partial_fit (late labels) and AdapTable.report (the drift report), end to end on
+synthetic two-class streams (``benchmarks/feedback_synthetic.py``'s shifts)."""
+
+from __future__ import annotations
+
+import importlib.util
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from adaptable import AdapTable
+from adaptable.core.decision import confusion, plugin_weights, score
+from adaptable.core.drift_report import DriftLog
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "feedback_synthetic.py"
+BATCH = 64
+
+
+@pytest.fixture(scope="module")
+def shifts():
+    spec = importlib.util.spec_from_file_location("feedback_synthetic", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _fitted(stream, **options) -> tuple[AdapTable, LogisticRegression]:
+    model = LogisticRegression().fit(stream.x_train, stream.y_train)
+    method = AdapTable(random_state=0, **options)
+    method.fit(model, stream.x_train, stream.y_train, stream.x_valid, stream.y_valid)
+    return method, model
+
+
+def _run(method, stream, share: float, delay: int, batches: int, seed: int = 0) -> np.ndarray:
+    """The stream with ``share`` of each batch's labels revealed ``delay`` batches later (with
+    row ids); returns the predictions, each made before its row's label arrived."""
+    rng = np.random.default_rng([seed, 1])
+    pending: list[tuple[int, np.ndarray]] = []
+    out = []
+    for t in range(batches):
+        while pending and pending[0][0] + delay < t:
+            _, rows = pending.pop(0)
+            method.partial_fit(stream.x_stream[rows], stream.y_stream[rows], rows=rows)
+        rows = np.arange(t * BATCH, (t + 1) * BATCH)
+        out.append(method.predict(stream.x_stream[rows]))
+        pending.append((t, rows[rng.random(BATCH) < share]))
+    return np.concatenate(out)
+
+
+def _macro_f1(y: np.ndarray, pred: np.ndarray) -> float:
+    return float(score(confusion(y, pred, 2), "macro_f1"))
+
+
+def test_concept_shift_feedback_recovers_half_the_gap_to_a_refitted_model(shifts) -> None:
+    """p(y|x) moves (invisible to the unlabelled stream): 5 % of labels 10 batches late.
+
+    This shift moves the feature means along the class direction, which the moment test reads
+    as a label shift: without labels the default's label-shift correction is far below the
+    model's argmax. The gap is measured on the rows predicted once labels can have arrived
+    (from batch 20: 10 batches' delay, then the 10 labelled rows labels need before they
+    act); over the whole stream feedback must still beat both the model and the unlabelled
+    default."""
+    stream = shifts.make_stream("concept", 150 * BATCH, seed=0)
+    method, model = _fitted(stream)
+    with_labels = _run(method, stream, share=0.05, delay=10, batches=150)
+    unlabelled = _run(_fitted(stream)[0], stream, share=0.0, delay=10, batches=150)
+    y = stream.y_stream
+    source = model.predict(stream.x_stream)
+    refit = LogisticRegression().fit(stream.x_refit, stream.y_refit)
+    refit_proba = refit.predict_proba(stream.x_stream)
+    refitted = (refit_proba * plugin_weights(refit_proba, "macro_f1")).argmax(axis=1)
+    late = slice(20 * BATCH, None)
+    gap = _macro_f1(y[late], refitted[late]) - _macro_f1(y[late], source[late])
+    gained = _macro_f1(y[late], with_labels[late]) - _macro_f1(y[late], source[late])
+    assert gap > 0.02  # a gap worth closing
+    assert gained >= 0.5 * gap, (gained, gap)
+    whole = _macro_f1(y, with_labels)
+    assert whole > _macro_f1(y, source) and whole > _macro_f1(y, unlabelled) + 0.2
+    assert method.report()["rule"].iloc[-1].startswith("feedback:")
+
+
+def test_label_shift_labels_bring_the_prior_estimate_within_003(shifts) -> None:
+    """A miscalibrated model (its class-1 logit raised) misleads the unlabelled estimate."""
+    stream = shifts.make_stream("label_biased", 100 * BATCH, seed=1)
+    model = LogisticRegression().fit(stream.x_train, stream.y_train)
+    biased = shifts.BiasedModel(model, stream.logit_bias)
+    method = AdapTable(random_state=0, output="logits")
+    method.fit(
+        biased.predict_logits, stream.x_train, stream.y_train, stream.x_valid, stream.y_valid
+    )
+    _run(method, stream, share=0.05, delay=10, batches=100)
+    last = method.report().iloc[-1]
+    estimate = np.array([last["prior_0"], last["prior_1"]])
+    assert np.abs(estimate - stream.target_prior).max() <= 0.03, estimate
+    assert last["prior_1_low"] <= stream.target_prior[1] <= last["prior_1_high"]
+
+
+def test_without_labels_the_outputs_are_the_unlabelled_default(shifts) -> None:
+    """Calls with no labels, and labels below the minimum, change no output."""
+    stream = shifts.make_stream("label", 12 * BATCH, seed=2)
+    plain, _ = _fitted(stream)
+    fed, _ = _fitted(stream)
+    for t in range(12):
+        rows = np.arange(t * BATCH, (t + 1) * BATCH)
+        fed.partial_fit(stream.x_stream[:0], stream.y_stream[:0])
+        if t == 3:  # fewer labels than the decider's minimum: no decision changes yet
+            fed.partial_fit(stream.x_stream[:5], stream.y_stream[:5], rows=np.arange(5))
+        a = plain.predict_proba(stream.x_stream[rows])
+        b = fed.predict_proba(stream.x_stream[rows])
+        assert np.array_equal(a, b)
+    assert plain.report()["rule"].tolist() == fed.report()["rule"].tolist()
+
+
+def test_a_label_is_scored_against_its_rows_prediction_and_never_re_scores_it(shifts) -> None:
+    stream = shifts.make_stream("concept", 40 * BATCH, seed=3)
+    method, _ = _fitted(stream)
+    predictions = _run(method, stream, share=0.2, delay=0, batches=40)
+    twin, _ = _fitted(stream)
+    # the same stream where batch 20's labels never arrive: batches up to 20 are identical
+    rng = np.random.default_rng([0, 1])
+    reveal = [np.arange(t * BATCH, (t + 1) * BATCH)[rng.random(BATCH) < 0.2] for t in range(40)]
+    for t in range(21):
+        if t > 0 and t - 1 != 20:
+            rows = reveal[t - 1]
+            twin.partial_fit(stream.x_stream[rows], stream.y_stream[rows], rows=rows)
+        got = twin.predict(stream.x_stream[t * BATCH : (t + 1) * BATCH])
+        assert np.array_equal(got, predictions[t * BATCH : (t + 1) * BATCH])
+    report = method.report()
+    assert report["first_row"].tolist() == [t * BATCH for t in range(40)]
+    # realised columns: the revealed labels against the predictions returned for those rows
+    labelled = np.concatenate(reveal[:-1])  # the last batch's labels are still pending
+    realised = confusion(stream.y_stream[labelled], predictions[labelled], 2)
+    assert report["realised_rows"].sum() == len(labelled)
+    assert report["realised_adapter_so_far"].iloc[-1] == pytest.approx(score(realised, "macro_f1"))
+    b = 7
+    mine = reveal[b]
+    expected = score(confusion(stream.y_stream[mine], predictions[mine], 2), "macro_f1")
+    assert report["realised_adapter"].iloc[b] == pytest.approx(expected)
+
+
+def test_save_load_and_pickle_with_labels_pending_continue_identically(shifts, tmp_path) -> None:
+    stream = shifts.make_stream("concept", 30 * BATCH, seed=4)
+    method, model = _fitted(stream)
+    _run(method, stream, share=0.3, delay=0, batches=12)  # past the correction's minimum rows
+    assert method.decider_.feedback.n_labelled >= 30
+    method.save(tmp_path / "mid.safetensors")
+    twins = [
+        AdapTable.load(tmp_path / "mid.safetensors", model=model),
+        pickle.loads(pickle.dumps(method)),
+    ]
+    pending = np.arange(11 * BATCH, 12 * BATCH)[::3]  # labels of batch 11, not yet given
+    outputs = []
+    for adapter in [method, *twins]:
+        adapter.partial_fit(stream.x_stream[pending], stream.y_stream[pending], rows=pending)
+        outputs.append(
+            [
+                adapter.predict_proba(stream.x_stream[t * BATCH : (t + 1) * BATCH])
+                for t in range(12, 18)
+            ]
+        )
+    for twin_outputs in outputs[1:]:
+        for a, b in zip(outputs[0], twin_outputs, strict=True):
+            np.testing.assert_array_equal(a, b)
+    frames = [adapter.report() for adapter in [method, *twins]]
+    for frame in frames[1:]:
+        assert frame.drop(columns="rule").equals(frames[0].drop(columns="rule"))
+        assert frame["rule"].tolist() == frames[0]["rule"].tolist()
+
+
+def test_reset_forgets_the_labels_and_the_report(shifts) -> None:
+    stream = shifts.make_stream("concept", 15 * BATCH, seed=5)
+    method, _ = _fitted(stream)
+    fresh, _ = _fitted(stream)
+    _run(method, stream, share=0.5, delay=0, batches=15)
+    method.reset()
+    assert len(method.report()) == 0 and method.decider_.feedback.n_labelled == 0
+    batch = stream.x_stream[:BATCH]
+    assert np.array_equal(method.predict_proba(batch), fresh.predict_proba(batch))
+
+
+def test_bad_labels_and_the_paper_preset_are_refused(shifts) -> None:
+    stream = shifts.make_stream("none", 2 * BATCH, seed=6)
+    method, model = _fitted(stream)
+    x, y = stream.x_stream[:BATCH], stream.y_stream[:BATCH]
+    with pytest.raises(ValueError, match="row ids must name rows already predicted"):
+        method.partial_fit(x[:3], y[:3], rows=[0, 1, 2])
+    method.predict(x)
+    with pytest.raises(ValueError, match="rows must be 3 integer row ids"):
+        method.partial_fit(x[:3], y[:3], rows=[0, 1])
+    with pytest.raises(ValueError, match="X has 4 rows but y has 3"):
+        method.partial_fit(x[:4], y[:3])
+    with pytest.raises(ValueError):
+        method.partial_fit(x[:3], np.array([0, 1, 7]))
+    paper = AdapTable(preset="paper", calibrator="none", random_state=0)
+    paper.fit(model, stream.x_train, stream.y_train, stream.x_valid, stream.y_valid)
+    with pytest.raises(ValueError, match="partial_fit needs preset='default'"):
+        paper.partial_fit(x[:3], y[:3])
+    with pytest.raises(ValueError, match="report\\(\\) needs preset='default'"):
+        paper.report()
+
+
+def test_report_columns_name_the_classes_and_the_tests(shifts) -> None:
+    stream = shifts.make_stream("label", 5 * BATCH, seed=7)
+    model = LogisticRegression().fit(stream.x_train, stream.y_train)
+    names = np.array(["no", "yes"])
+    method = AdapTable(random_state=0).fit(
+        model, stream.x_train, names[stream.y_train], stream.x_valid, names[stream.y_valid]
+    )
+    for t in range(5):
+        method.predict(stream.x_stream[t * BATCH : (t + 1) * BATCH])
+    report = method.report()
+    assert len(report) == 5 and report["rows"].tolist() == [BATCH] * 5
+    for column in ("prior_yes", "prior_no_low", "labelled_share_yes", "estimated_adapter"):
+        assert column in report
+    assert report["realised_adapter"].isna().all()  # no labels yet
+    assert (report["shift_rejects"] == (report["shift_statistic"] > 3.0)).all()
+    assert np.allclose(report["prior_no"] + report["prior_yes"], 1.0)
+
+
+def test_drift_log_scores_late_labels_by_batch_and_forgets_old_predictions() -> None:
+    log = DriftLog(n_classes=2, objective="accuracy", prediction_rows=4)
+    eye = np.eye(2)
+    for codes in ([0, 1, 1], [1, 1, 0], [0, 0, 0]):
+        log.record(
+            rows=3,
+            predictions=np.array(codes),
+            expected=np.stack([eye, eye]),
+            rule="source",
+            target_prior=np.array([0.5, 0.5]),
+        )
+    # rows 0-2 dropped (only the last 4 rows' predictions kept: batches 1 and 2)
+    log.learn(np.array([1, 4, 5, 6]), np.array([1, 1, 1, 0]), np.array([0, 0, 0, 0]))
+    assert log.unscored == 1
+    frame = log.frame()
+    assert frame["realised_rows"].tolist() == [0.0, 2.0, 1.0]
+    assert frame["realised_adapter"].tolist()[1:] == [0.5, 1.0]  # row 4: 1 right, row 5: 0 wrong
+    assert frame["realised_source"].tolist()[1:] == [0.0, 1.0]
+    restored = DriftLog(n_classes=2, objective="accuracy", prediction_rows=4)
+    restored.restore({k: v for k, v in log.arrays().items() if v.size})
+    assert restored.frame().equals(frame)
+
+
+def test_a_file_without_the_labelled_state_loads_and_predicts(shifts, tmp_path, edited_copy):
+    """Files written before late labels existed hold no feedback, report or worth tensors."""
+    stream = shifts.make_stream("label", 6 * BATCH, seed=8)
+    method, model = _fitted(stream)
+    for t in range(3):
+        method.predict(stream.x_stream[t * BATCH : (t + 1) * BATCH])
+    method.save(tmp_path / "new.safetensors")
+
+    def drop(tensors: dict, meta: dict) -> None:
+        for key in [k for k in tensors if k.startswith(("feedback.", "report.", "worth_cache"))]:
+            del tensors[key]
+
+    old = AdapTable.load(edited_copy(tmp_path / "new.safetensors", tmp_path, drop), model=model)
+    batch = stream.x_stream[3 * BATCH : 4 * BATCH]
+    np.testing.assert_array_equal(old.predict_proba(batch), method.predict_proba(batch))
+    assert len(old.report()) == 1  # the records before the save are not in the file
+    old.partial_fit(batch[:5], stream.y_stream[3 * BATCH : 3 * BATCH + 5], rows=np.arange(3, 8))
