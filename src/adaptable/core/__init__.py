@@ -11,7 +11,11 @@ the decider. One module per job:
   choice, label-shift tests, online prior, fallbacks, stream check);
 - ``label_handler.py``: the paper's label distribution handler, step by step;
 - ``decision.py``: decision rules for an objective; ``label_shift.py``: the moment-matching
-  label-shift test and the MAP-EM target-prior estimate;
+  label-shift test; ``prior_estimate.py``: the MAP-EM target-prior estimate;
+  ``label_shift_reading.py``: the stream read as a label shift, re-read only when a bound says
+  its answer could change;
+- ``feedback/``: labelled target rows that arrive late (``AdapTable.partial_fit``);
+  ``drift_report.py``: the per-batch record behind ``AdapTable.report``;
 - ``shift_trend.py``: source statistics and the shift trend (Eq. 1);
 - ``graph_network.py``: the network g_phi; ``post_training.py``: its post-training;
   ``kernel.py``: its complete-graph forward pass in numpy; ``graph_calibrator.py``: g_phi as a
