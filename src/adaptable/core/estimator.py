@@ -9,21 +9,20 @@ states (:mod:`~adaptable.core.serialization`).
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import torch
 
 from adaptable.core.calibrators import CALIBRATORS, fit_calibrator
 from adaptable.core.deciders import CalibratedBatch, Decision
 from adaptable.core.interface import SourceData, TestTimeMethod
 from adaptable.core.label_handler import source_prior
-from adaptable.core.model_adapter import as_logit_function
+from adaptable.core.late_labels import LateLabels
+from adaptable.core.model_adapter import as_logit_function, checked_logits
 from adaptable.core.parameters import InvalidParameterError, validate_parameters
 from adaptable.core.parts import FitContext, source_rows
 from adaptable.core.post_training import Progress
@@ -67,7 +66,7 @@ class AdapTableState:
     prior_shift_statistic: float | None = None
 
 
-class AdapTable(TestTimeMethod):
+class AdapTable(LateLabels, TestTimeMethod):
     """AdapTable: adapt any classifier's outputs to a shifted test stream, batch by batch.
 
     The model itself is never changed. Two presets, each a decider:
@@ -303,104 +302,6 @@ class AdapTable(TestTimeMethod):
         self._n_batches += 1
         return decision.proba
 
-    # ------------------------------------------------------------------ late labels, report
-    def partial_fit(self, X: Any, y: Any, *, rows: Any = None) -> AdapTable:
-        """Labels of target rows that were predicted earlier (default preset).
-
-        Labels may arrive at any delay, for any share of the rows, in any number of calls
-        between two batches; they must come from the labels of :meth:`fit` (``classes_``).
-        They change the decisions of the batches that come *after* this call (never the
-        predictions already made): the rule is chosen on the labelled rows together with the
-        held-out source rows, the target label distribution combines the labelled counts with
-        the unlabelled estimate, and with enough labels a correction of the model's scores is
-        considered. Without any call the adapter is exactly the unlabelled default.
-
-        Args:
-            X: the rows, as the model takes them (n rows).
-            y: their labels, (n,).
-            rows: optional ids of the rows: their positions in the stream since fit / reset
-                (the first batch passed to :meth:`predict_proba` holds rows 0 .. n_1 - 1, the
-                next one n_1 .. n_1 + n_2 - 1; :meth:`report`'s ``first_row`` shows them).
-                With ids the labels are also scored against the predictions made for those
-                rows (the report's ``realised_*`` columns); rows re-presented by value cannot
-                be matched otherwise.
-
-        Returns:
-            self.
-
-        Raises:
-            ValueError: the paper preset (it has no use for labels), a label outside
-                ``classes_``, a length mismatch, or an id naming no row predicted so far.
-
-        Example:
-            >>> method.predict(X_batch)              # doctest: +SKIP
-            >>> method.partial_fit(X_batch[:3], y_true[:3], rows=[0, 1, 2])  # doctest: +SKIP
-        """
-        self._check_fitted()
-        self._check_learns()
-        if self._logit_function is None:
-            raise RuntimeError(
-                "This AdapTable was loaded without a model; pass model= to AdapTable.load, or "
-                "call partial_fit_logits(logits, y)."
-            )
-        codes = self._label_codes(y, "y")
-        if len(codes) == 0:
-            return self  # no labels arrived: nothing to learn
-        n_rows = self._check_batch(X)
-        if n_rows != len(codes):
-            raise ValueError(f"adaptable: X has {n_rows} rows but y has {len(codes)} labels.")
-        if self._encoded_logits is not None:
-            logits = self._encoded_logits(self.encoder_.encode(X))
-        else:
-            logits = self._logit_function(X)
-        return self._learn(checked_logits(logits, self.n_classes_), codes, rows)
-
-    def partial_fit_logits(
-        self, logits: np.ndarray | torch.Tensor, y: Any, *, rows: Any = None
-    ) -> AdapTable:
-        """:meth:`partial_fit` on the rows' logits (n, C), which the caller already has."""
-        self._check_fitted()
-        self._check_learns()
-        codes = self._label_codes(y, "y")
-        if len(codes) == 0:
-            return self
-        logits = checked_logits(logits, self.n_classes_)
-        if len(logits) != len(codes):
-            raise ValueError(f"adaptable: {len(logits)} rows of logits but {len(codes)} labels.")
-        return self._learn(logits, codes, rows)
-
-    def _check_learns(self) -> None:
-        if not hasattr(self.decider_, "learn"):
-            raise ValueError(
-                f"adaptable: partial_fit needs preset='default'; preset={self.preset!r} "
-                "(Algorithm 1 of the paper) has no use for labelled target rows."
-            )
-
-    def _learn(self, logits: np.ndarray, codes: np.ndarray, rows: Any) -> AdapTable:
-        ids = None
-        if rows is not None:
-            ids = np.asarray(rows)
-            if ids.shape != codes.shape or not np.issubdtype(ids.dtype, np.integer):
-                raise ValueError(
-                    f"adaptable: rows must be {len(codes)} integer row ids, one per label."
-                )
-        self.decider_.learn(logits, codes, ids)
-        return self
-
-    def report(self) -> pd.DataFrame:
-        """The drift report: one row per batch adapted since fit / reset / load (default
-        preset; columns: :meth:`adaptable.core.drift_report.DriftLog.frame`), with the classes
-        named by ``classes_``. :func:`adaptable.experiments.drift_figure.draw` plots it.
-
-        Raises:
-            ValueError: the paper preset (it keeps no report).
-        """
-        self._check_fitted()
-        log = getattr(self.decider_, "drift_log", None)
-        if log is None:
-            raise ValueError(f"adaptable: report() needs preset='default'; got {self.preset!r}.")
-        return log.frame(self.classes_)
-
     def reset(self) -> None:
         """Back to the state right after fit (the online estimates and tests forget the stream)."""
         self._check_fitted()
@@ -476,22 +377,6 @@ def shared_encoder(model: Any, params: dict[str, Any]) -> Encoder | None:
         and params["output"] != "proba"
     )
     return encoder if usable else None
-
-
-def checked_logits(logits: np.ndarray | torch.Tensor, n_classes: int) -> np.ndarray:
-    """``logits`` as float64 (n, C), n >= 1, all finite; or a ValueError saying what is wrong."""
-    if isinstance(logits, torch.Tensor):
-        logits = logits.detach().cpu().numpy()
-    logits = np.asarray(logits, dtype=np.float64)
-    if logits.ndim != 2 or logits.shape[1] != n_classes:
-        raise ValueError(f"Expected logits of shape (n, {n_classes}); got {logits.shape}.")
-    if len(logits) == 0:
-        raise ValueError("adaptable: Empty batch: the logits have no rows.")
-    # NaN propagates into both extremes, +inf shows in the max, -inf in the min: two
-    # reductions without the boolean array of a value-by-value test.
-    if not (math.isfinite(logits.max()) and math.isfinite(logits.min())):
-        raise ValueError("The logits hold NaN or inf values.")
-    return logits
 
 
 def progress_callback(verbose: bool, progress: Progress | None) -> Progress | None:

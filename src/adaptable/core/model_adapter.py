@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -234,3 +235,19 @@ def _log(proba: np.ndarray, source: str) -> np.ndarray:
             )
     # Only zeros are clipped (valid probabilities): a large negative logit instead of -inf.
     return np.log(np.clip(proba, 1e-12, None))
+
+
+def checked_logits(logits: np.ndarray | torch.Tensor, n_classes: int) -> np.ndarray:
+    """``logits`` as float64 (n, C), n >= 1, all finite; or a ValueError saying what is wrong."""
+    if isinstance(logits, torch.Tensor):
+        logits = logits.detach().cpu().numpy()
+    logits = np.asarray(logits, dtype=np.float64)
+    if logits.ndim != 2 or logits.shape[1] != n_classes:
+        raise ValueError(f"Expected logits of shape (n, {n_classes}); got {logits.shape}.")
+    if len(logits) == 0:
+        raise ValueError("adaptable: Empty batch: the logits have no rows.")
+    # NaN propagates into both extremes, +inf shows in the max, -inf in the min: two
+    # reductions without the boolean array of a value-by-value test.
+    if not (math.isfinite(logits.max()) and math.isfinite(logits.min())):
+        raise ValueError("The logits hold NaN or inf values.")
+    return logits

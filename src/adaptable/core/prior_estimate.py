@@ -18,6 +18,7 @@ O(batch) per batch, plus O(reservoir) for EM while correction applies.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -382,3 +383,11 @@ def _finite(arrays: dict[str, np.ndarray], key: str) -> np.ndarray:
     if not np.all(np.isfinite(value)):
         raise ValueError(f"label-shift state: array {key!r} holds NaN or inf values.")
     return value
+
+
+@functools.lru_cache(maxsize=16)
+def chi2_critical(level: float, degrees: int) -> float:
+    """The chi-squared quantile a statistic must reach to reject at ``level``."""
+    from scipy.stats import chi2
+
+    return float(chi2.isf(level, degrees))

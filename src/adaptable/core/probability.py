@@ -38,3 +38,12 @@ def normalize(weights: np.ndarray) -> np.ndarray:
     """The paper's ``norm``: divide each row (or a single vector) by its sum."""
     weights = np.asarray(weights, dtype=np.float64)
     return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def floored_log(proba: np.ndarray) -> np.ndarray:
+    """log p with zeros floored at 1e-300, so that scores built from it stay finite.
+
+    >>> floored_log(np.array([1.0, 0.0])).round(1).tolist()
+    [0.0, -690.8]
+    """
+    return np.log(np.maximum(proba, 1e-300))
