@@ -89,11 +89,7 @@ def table_specs(
                 for scenario in scenarios:
                     for row in table.rows:
                         if row.model == model:
-                            out.append(
-                                ExperimentSpec(
-                                    dataset, scenario, model, row.method, seed, row.option_dict
-                                )
-                            )
+                            out.append(table.spec(dataset, scenario, row, seed))
     return list({s.key: s for s in out}.values())
 
 
@@ -131,9 +127,7 @@ def compare(
         for row in table.rows:
             found = []
             for seed in seeds:
-                spec = ExperimentSpec(
-                    dataset, scenario, row.model, row.method, seed, row.option_dict
-                )
+                spec = table.spec(dataset, scenario, row, seed)
                 if spec.key in by_key:
                     found.append(by_key[spec.key])
             for metric in table.metrics:
