@@ -156,3 +156,16 @@ def test_method_bars_draw_one_bar_per_method_and_column() -> None:
     fig = plots.plot_method_bars({"A": {"x": 1.0, "y": 2.0}, "B": {"x": 3.0}})
     heights = [p.get_height() for p in fig.axes[0].patches]
     assert len(heights) == 4 and heights[:2] == [1.0, 3.0] and math.isnan(heights[3])
+
+
+def test_efficiency_minor_ticks_are_unlabelled() -> None:
+    """Below about two decades matplotlib labels the minor ticks (2x10^-2, 3x10^-2, ...), and
+    those labels printed over each other."""
+    frame = pd.DataFrame(
+        [{"method": m, "metric": k, "ours_mean": v}
+         for m, ms in (("fast", 0.018), ("slow", 0.68))
+         for k, v in (("macro_f1", 60.0), ("ms_per_row", ms))]
+    )  # fmt: skip
+    fig = plots.plot_efficiency(frame, "E")
+    fig.canvas.draw()
+    assert all(not t.get_text() for t in fig.axes[0].get_xticklabels(minor=True))

@@ -243,6 +243,10 @@ def plot_efficiency(frame: Any, title: str = "") -> Any:
                        color=f"C{drawn % 10}", label=method)  # fmt: skip
             drawn += 1
     ax.set_xscale("log")
+    # Minor ticks unlabelled: on a span of a few decades their labels print over each other.
+    from matplotlib.ticker import NullFormatter
+
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set(xlabel="adaptation time per test row (ms, log scale)", ylabel="macro-F1 (%)",
            title=title)  # fmt: skip
     if drawn:
