@@ -168,4 +168,8 @@ def test_efficiency_minor_ticks_are_unlabelled() -> None:
     )  # fmt: skip
     fig = plots.plot_efficiency(frame, "E")
     fig.canvas.draw()
-    assert all(not t.get_text() for t in fig.axes[0].get_xticklabels(minor=True))
+    ax = fig.axes[0]
+    assert all(not t.get_text() for t in ax.get_xticklabels(minor=True))
+    shown = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    low, high = ax.get_xlim()
+    assert {"0.02", "0.05", "0.1", "0.2", "0.5"} <= set(shown), (shown, low, high)

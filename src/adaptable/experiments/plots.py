@@ -243,9 +243,13 @@ def plot_efficiency(frame: Any, title: str = "") -> Any:
                        color=f"C{drawn % 10}", label=method)  # fmt: skip
             drawn += 1
     ax.set_xscale("log")
-    # Minor ticks unlabelled: on a span of a few decades their labels print over each other.
-    from matplotlib.ticker import NullFormatter
+    # Ticks at 1, 2 and 5 per decade in plain numbers, minor ticks unlabelled: below about two
+    # decades matplotlib's own minor labels (2x10^-2, 3x10^-2, ...) print over each other, and
+    # its major ticks alone can leave a single label on the axis.
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+    ax.xaxis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set(xlabel="adaptation time per test row (ms, log scale)", ylabel="macro-F1 (%)",
            title=title)  # fmt: skip
