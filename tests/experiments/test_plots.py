@@ -173,3 +173,10 @@ def test_efficiency_minor_ticks_are_unlabelled() -> None:
     shown = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
     low, high = ax.get_xlim()
     assert {"0.02", "0.05", "0.1", "0.2", "0.5"} <= set(shown), (shown, low, high)
+
+
+def test_method_bars_give_up_to_twenty_methods_distinct_colours() -> None:
+    values = {"A": {f"m{k}": float(k + 1) for k in range(12)}}
+    fig = plots.plot_method_bars(values)
+    colours = {tuple(p.get_facecolor()) for p in fig.axes[0].patches}
+    assert len(colours) == 12

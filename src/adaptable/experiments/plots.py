@@ -428,10 +428,12 @@ def plot_method_bars(
     fig, ax = plt.subplots(figsize=(max(6.0, 1.4 * len(columns) + 2.5), 4.0))
     width = 0.8 / max(1, len(methods))
     x = np.arange(len(columns))
+    # Ten default colours repeat from the eleventh method on; twenty distinct ones up to twenty.
+    palette = plt.get_cmap("tab20").colors if len(methods) > 10 else [f"C{k}" for k in range(10)]
     for k, method in enumerate(methods):
         heights = [values[c].get(method, math.nan) for c in columns]
         ax.bar(x + k * width - 0.4 + width / 2, heights, width=width, label=method,
-               color=f"C{k % 10}")  # fmt: skip
+               color=palette[k % len(palette)])  # fmt: skip
     ax.set_xticks(x, columns)
     ax.set(ylabel=ylabel, title=title)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
