@@ -160,3 +160,49 @@ def test_risk_and_reach_figure_places_each_method_from_its_summary(
     # A table without summary lines, or a summary with no case, gets no figure.
     assert risk_and_reach_figure(summary, paper.TABLES["oracle"], tmp_path) is None
     assert risk_and_reach_figure(summary.iloc[:0], TABLE, tmp_path) is None
+
+
+def test_latent_figures_separate_domains_and_normalise_entropy(tmp_path: Path) -> None:
+    written = figures.make_figures(
+        ["tsne", "entropy"], dataset="toy", model="softmax", seed=0, out_dir=tmp_path,
+        store=ResultStore(tmp_path / "r.jsonl"), context=CONTEXT, progress=False,
+    )  # fmt: skip
+    assert written["tsne"].endswith("tsne_toy_softmax_s0.png")
+    assert Path(written["entropy"]).read_bytes()[:4] == b"\x89PNG"
+    out = figures.latent_analysis("toy", "softmax", 0, CONTEXT, rows=30)
+    assert out["points"].shape == (60, 2)
+    assert out["domains"].count("source") == out["domains"].count("target") == 30
+    for values in out["entropy"].values():
+        assert 0.0 <= min(values) and max(values) <= 1.0 + 1e-9
+
+
+def test_paper_table_figure_averages_each_column_over_datasets(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from adaptable.experiments import paper
+
+    frame = pd.DataFrame(
+        {
+            "dataset": ["heloc", "childhood_lead", "heloc", "heloc"],
+            "scenario": ["gaussian", "gaussian", "gaussian", "uniform"],
+            "model": ["mlp"] * 4,
+            "method": ["Source", "Source", "PL", "Source"],
+            "metric": ["macro_f1"] * 4,
+            "ours_mean": [40.0, 60.0, 30.0, 10.0],
+        }
+    )
+    drawn: dict = {}
+    original = figures.plots.plot_method_bars
+
+    def spy(values, title=""):
+        drawn.update(values)
+        return original(values, title)
+
+    figures.plots.plot_method_bars = spy
+    try:
+        path = figures.paper_table_figure(frame, paper.TABLES["corruptions"], tmp_path)
+    finally:
+        figures.plots.plot_method_bars = original
+    assert path is not None and path.name == "corruptions_bars.png"
+    assert drawn == {"Gaussian": {"Source": 50.0, "PL": 30.0}, "Uniform": {"Source": 10.0}}
+    assert figures.paper_table_figure(frame, paper.TABLES["oracle"], tmp_path) is None

@@ -56,3 +56,21 @@ def test_every_paper_value_belongs_to_a_table_cell() -> None:
                                     )
                                 )
     assert len(reached) == len(paper.paper_rows())
+
+
+def test_paper_tables_beyond_main_run_as_the_authors_code_ran() -> None:
+    from adaptable.experiments.tables import table_specs
+
+    assert paper.TABLES["main"].recipe == "default"
+    assert paper.TABLES["efficiency"].recipe == "default"
+    for name in ("corruptions", "architectures", "label_shift", "calibrator_ablation", "oracle"):
+        assert paper.TABLES[name].recipe == "authors", name
+    specs = table_specs(paper.TABLES["label_shift"], [0], ["heloc"], ["mlp"])
+    imbalance = {
+        s.shift_option_dict.get("convention") for s in specs if s.scenario == "class_imbalance"
+    }
+    temporal = {tuple(s.shift_options) for s in specs if s.scenario == "temporal"}
+    assert imbalance == {"authors_code"} and temporal == {()}
+    # main keeps the keys of the committed results
+    main = table_specs(paper.TABLES["main"], [0], ["heloc"], ["mlp"])
+    assert all("recipe=" not in s.key and "shift=" not in s.key for s in main)

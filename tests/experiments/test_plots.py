@@ -134,3 +134,49 @@ def test_plots_module_runs_nothing_and_imports_no_private_name() -> None:
         if module is plots:
             imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
             assert "adaptable.experiments.runner" not in imported
+
+
+def test_tsne_panels_colour_by_domain_and_by_class() -> None:
+    points = np.arange(12, dtype=float).reshape(6, 2)
+    fig = plots.plot_tsne(points, ["source"] * 3 + ["target"] * 3, [0, 1, 0, 1, 1, 1])
+    assert _legend(fig.axes[0]) == ["source", "target"]
+    assert _legend(fig.axes[1]) == ["class 0", "class 1"]
+    with pytest.raises(ValueError, match="shape"):
+        plots.plot_tsne(np.zeros((3, 3)), ["a"] * 3, [0] * 3)
+    with pytest.raises(ValueError, match="length"):
+        plots.plot_tsne(np.zeros((3, 2)), ["a"] * 2, [0] * 3)
+
+
+def test_entropy_histograms_give_each_domain_its_mean() -> None:
+    fig = plots.plot_entropy_histograms({"mlp": {"source": [0.2, 0.4], "target": [0.9, 0.9]}})
+    assert _legend(fig.axes[0]) == ["source (mean 0.30)", "target (mean 0.90)"]
+
+
+def test_method_bars_draw_one_bar_per_method_and_column() -> None:
+    fig = plots.plot_method_bars({"A": {"x": 1.0, "y": 2.0}, "B": {"x": 3.0}})
+    heights = [p.get_height() for p in fig.axes[0].patches]
+    assert len(heights) == 4 and heights[:2] == [1.0, 3.0] and math.isnan(heights[3])
+
+
+def test_efficiency_minor_ticks_are_unlabelled() -> None:
+    """Below about two decades matplotlib labels the minor ticks (2x10^-2, 3x10^-2, ...), and
+    those labels printed over each other."""
+    frame = pd.DataFrame(
+        [{"method": m, "metric": k, "ours_mean": v}
+         for m, ms in (("fast", 0.018), ("slow", 0.68))
+         for k, v in (("macro_f1", 60.0), ("ms_per_row", ms))]
+    )  # fmt: skip
+    fig = plots.plot_efficiency(frame, "E")
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert all(not t.get_text() for t in ax.get_xticklabels(minor=True))
+    shown = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    low, high = ax.get_xlim()
+    assert {"0.02", "0.05", "0.1", "0.2", "0.5"} <= set(shown), (shown, low, high)
+
+
+def test_method_bars_give_up_to_twenty_methods_distinct_colours() -> None:
+    values = {"A": {f"m{k}": float(k + 1) for k in range(12)}}
+    fig = plots.plot_method_bars(values)
+    colours = {tuple(p.get_facecolor()) for p in fig.axes[0].patches}
+    assert len(colours) == 12

@@ -41,3 +41,61 @@ def test_grid_keeps_source_models_adjacent() -> None:
     # each (dataset, model, seed) forms one contiguous run
     runs = [k for i, k in enumerate(sources) if i == 0 or sources[i - 1] != k]
     assert len(runs) == len(set(sources)) == 4
+
+
+def test_recipe_and_shift_options_enter_the_key_only_when_given() -> None:
+    plain = ExperimentSpec("heloc", "class_imbalance", "mlp", "source", 0)
+    same = ExperimentSpec("heloc", "class_imbalance", "mlp", "source", 0, recipe="default")
+    assert same == plain and same.key == "heloc|class_imbalance|mlp|source|seed=0"
+    assert "recipe" not in plain.to_dict() and "shift_options" not in plain.to_dict()
+    assert plain.source_key == ("heloc", "mlp", 0)
+    authors = ExperimentSpec(
+        "heloc", "class_imbalance", "mlp", "adaptable", 0, {"preset": "paper"},
+        recipe="authors", shift_options={"convention": "authors_code"},
+    )  # fmt: skip
+    assert authors.key == (
+        "heloc|class_imbalance|mlp|adaptable|seed=0|recipe=authors|"
+        'shift={"convention":"authors_code"}|{"preset":"paper"}'
+    )
+    assert authors.source_key == ("heloc", "mlp", 0, "authors")
+    assert ExperimentSpec.from_dict(json.loads(json.dumps(authors.to_dict()))) == authors
+    assert authors.shift_option_dict == {"convention": "authors_code"}
+    with pytest.raises(ValueError, match="recipe"):
+        ExperimentSpec("heloc", "natural", "mlp", "source", 0, recipe="")
+    with pytest.raises(TypeError, match="JSON"):
+        ExperimentSpec("heloc", "natural", "mlp", "source", 0, shift_options={"x": object()})
+
+
+def test_runner_trains_with_the_recipe_and_draws_with_the_shift_options(tmp_path) -> None:
+    from dataclasses import replace
+
+    from adaptable.experiments import runner, testing
+    from adaptable.experiments.store import ResultStore
+
+    calls: list[tuple[str, object]] = []
+
+    def train(name, dataset, seed, cache_dir=None, device="auto", **extra):
+        calls.append(("train", extra))
+        return testing.train_model(name, dataset, seed, cache_dir, device)
+
+    def shift(name, dataset, seed, **options):
+        calls.append(("shift", options))
+        return testing.apply_shift(name, dataset, seed)
+
+    components = replace(testing.COMPONENTS, train_model=train, apply_shift=shift)
+    context = runner.RunContext(components=components)
+    runner.clear_memo()
+    specs = [
+        ExperimentSpec("toy", "natural", "softmax", "source", 0),
+        ExperimentSpec(
+            "toy", "natural", "softmax", "source", 0, recipe="authors",
+            shift_options={"convention": "authors_code"},
+        ),
+    ]  # fmt: skip
+    result = runner.run_sweep(specs, ResultStore(tmp_path / "r.jsonl"), context=context,
+                              progress=False)  # fmt: skip
+    runner.clear_memo()
+    assert not result.failures and len(result.records) == 2
+    # two source models (one per recipe); the default recipe is not passed at all
+    assert [extra for kind, extra in calls if kind == "train"] == [{}, {"recipe": "authors"}]
+    assert [o for kind, o in calls if kind == "shift"] == [{}, {"convention": "authors_code"}]

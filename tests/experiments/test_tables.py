@@ -163,3 +163,32 @@ def test_a_benchmark_rejects_datasets_it_does_not_cut() -> None:
     assert {s.dataset for s in table_specs(main, [0], ["heloc_delinquency"], ["mlp"])} == {
         "heloc_delinquency"
     }
+
+
+def test_paper_gaps_compare_each_cell_with_its_source_row() -> None:
+    import pandas as pd
+
+    from adaptable.experiments.tables import paper_gaps
+
+    frame = pd.DataFrame(
+        {
+            "table": "t",
+            "dataset": ["d", "d", "d", "e", "d"],
+            "scenario": "s",
+            "model": "mlp",
+            "method": ["Source", "A", "B", "A", "C"],
+            "metric": "macro_f1",
+            "ours_mean": [33.0, 57.0, 40.0, 70.0, float("nan")],
+            "n_seeds": 3,
+            "paper_mean": [38.0, 64.0, 39.0, 60.0, 10.0],
+            "difference": [-5.0, -7.0, 1.0, 10.0, float("nan")],
+        }
+    )
+    gaps = paper_gaps(frame).set_index(["dataset", "method"])
+    # B is within 2 points; C has no value of ours
+    assert list(gaps.index) == [("d", "Source"), ("d", "A"), ("e", "A")]
+    assert gaps.loc[("d", "A"), "gain_difference"] == -2.0
+    assert gaps.loc[("d", "A"), "source_difference"] == -5.0
+    # no Source row on data set e: nothing to compare the gain with
+    assert math.isnan(gaps.loc[("e", "A"), "gain_difference"])
+    assert paper_gaps(frame, threshold=6.0)["method"].tolist() == ["A", "A"]

@@ -1,9 +1,12 @@
 """What the paper's figures need, run through the runner, then drawn by :mod:`.plots`.
 
-Two kinds of data feed the figures: stored experiments (label distributions, JS divergence,
+Three kinds of data feed the figures: stored experiments (label distributions, JS divergence,
 sensitivity, efficiency; run or reused through :func:`~adaptable.experiments.runner.run_sweep`
-and the results store) and one calibration pass per (dataset, model, seed) that records what the
-calibrator does batch by batch (reliability, temperature vs MMD; :func:`calibration_analysis`).
+and the results store), one calibration pass per (dataset, model, seed) that records what the
+calibrator does batch by batch (reliability, temperature vs MMD; :func:`calibration_analysis`),
+and one look at the source model alone on source and target rows (t-SNE of its latent features,
+its prediction entropies; :func:`latent_analysis`). The paper's corruption and architecture
+figures are drawn from their tables (:func:`paper_table_figure`).
 
 >>> [s.label for s in figure_specs(["label_distribution"], "hospital_readmission", "mlp", 0)]
 ['source', 'adaptable[preset=paper]']
@@ -31,7 +34,13 @@ FIGURES = (
     "temperature_mmd",
     "sensitivity",
     "efficiency",
+    "tsne",
+    "entropy",
 )
+#: figures drawn from the source model alone (:func:`latent_analysis`)
+LATENT_FIGURES = ("tsne", "entropy")
+#: the paper tables drawn as grouped bars of macro-F1 (:func:`paper_table_figure`)
+BAR_TABLES = ("corruptions", "architectures")
 #: figures drawn from the calibration pass rather than from stored experiments
 CALIBRATION_FIGURES = ("reliability", "temperature_mmd")
 #: scenarios sampled for the temperature-vs-MMD figure (those the shift registry lacks are skipped)
@@ -196,6 +205,85 @@ def calibration_analysis(
     }
 
 
+def latent_analysis(
+    dataset_name: str, model_name: str, seed: int, context: Any, rows: int = 600
+) -> dict[str, Any]:
+    """The source model on a sample of source (train) and target (test) rows: a 2-D t-SNE of
+    its latent features (``model.features``; the encoded inputs for a model without them) and
+    its normalised prediction entropies (entropy / log C). Nothing is stored.
+
+    Args:
+        rows: rows drawn (without replacement, seeded by ``seed``) from each domain for the
+            t-SNE; the entropies use every row of both splits.
+
+    Returns:
+        ``points`` (2n, 2), ``domains`` (``"source"`` / ``"target"`` per point), ``labels``,
+        ``entropy``: ``{"source": [...], "target": [...]}``.
+
+    Example (the runner's test doubles):
+        >>> from adaptable.experiments.runner import RunContext
+        >>> from adaptable.experiments.testing import COMPONENTS
+        >>> out = latent_analysis("toy", "softmax", 0, RunContext(components=COMPONENTS), rows=40)
+        >>> out["points"].shape, sorted(set(out["domains"]))
+        ((80, 2), ['source', 'target'])
+    """
+    from sklearn.manifold import TSNE
+
+    from adaptable.experiments.runner import get_dataset, source_model
+
+    dataset = get_dataset(dataset_name, context)
+    model = source_model(dataset_name, model_name, seed, context)
+    rng = np.random.default_rng(seed)
+    latents, domains, labels = [], [], []
+    entropy = {}
+    for domain, split in (("source", dataset.train), ("target", dataset.test)):
+        proba = np.clip(np.asarray(model.predict_proba(split.X), dtype=np.float64), 1e-12, 1.0)
+        n_classes = proba.shape[1]
+        entropy[domain] = (-(proba * np.log(proba)).sum(axis=1) / np.log(n_classes)).tolist()
+        chosen = rng.choice(len(split.y), size=min(rows, len(split.y)), replace=False)
+        X = split.X.iloc[chosen]
+        if hasattr(model, "features"):
+            latent = np.asarray(model.features(X), dtype=np.float64)
+        else:
+            latent = np.asarray(model.encoder.transform(X), dtype=np.float64)
+        latents.append(latent.reshape(len(chosen), -1))
+        domains += [domain] * len(chosen)
+        labels += np.asarray(split.y)[chosen].tolist()
+    stacked = np.concatenate(latents)
+    perplexity = float(min(30.0, (len(stacked) - 1) / 3))
+    points = TSNE(
+        n_components=2, perplexity=perplexity, init="pca", random_state=seed
+    ).fit_transform(stacked)
+    return {"points": points, "domains": domains, "labels": labels, "entropy": entropy}
+
+
+def paper_table_figure(frame: Any, table: Any, out_dir: str | Path) -> Path | None:
+    """``<table>_bars.png`` for the paper's corruption and architecture tables
+    (:data:`BAR_TABLES`): each method's macro-F1 averaged over the table's datasets, one group
+    per corruption (or per backbone), as the paper's figures show them; ``None`` for other
+    tables or when nothing ran.
+
+    Args:
+        frame: :func:`~adaptable.experiments.tables.compare`'s frame of the table.
+    """
+    from adaptable.experiments.tables import SCENARIO_TITLES
+
+    if table.name not in BAR_TABLES:
+        return None
+    data = frame[(frame["metric"] == "macro_f1") & frame["ours_mean"].notna()]
+    if data.empty:
+        return None
+    column = "model" if table.name == "architectures" else "scenario"
+    values: dict[str, dict[str, float]] = {}
+    for (group, method), lines in data.groupby([column, "method"], sort=False):
+        name = SCENARIO_TITLES.get(group, group)
+        values.setdefault(name, {})[method] = float(lines["ours_mean"].mean())
+    datasets = ", ".join(dict.fromkeys(data["dataset"]))
+    title = f"{table.name}: macro-F1 averaged over {datasets}"
+    fig = plots.plot_method_bars(values, title)
+    return plots.save_figure(fig, Path(out_dir) / f"{table.name}_bars.png")
+
+
 def _mean_distribution(traces: dict[str, list[Any]], field: str) -> list[float] | None:
     values = [(v, n) for v, n in zip(traces[field], traces["size"], strict=True) if v is not None]
     if not values:
@@ -293,6 +381,22 @@ def make_figures(
                     analysis["points"], f"Temperature vs MMD ({tag})", analysis["degenerate"]
                 )
                 draw("temperature_mmd", fig, f"temperature_mmd_{dataset}_{model}_s{seed}")
+
+    if set(LATENT_FIGURES) & set(figures):
+        latent = latent_analysis(dataset, model, seed, context)
+        if "tsne" in figures:
+            fig = plots.plot_tsne(
+                latent["points"],
+                latent["domains"],
+                latent["labels"],
+                f"t-SNE of the source model's latent features ({tag})",
+            )
+            draw("tsne", fig, f"tsne_{dataset}_{model}_s{seed}")
+        if "entropy" in figures:
+            fig = plots.plot_entropy_histograms(
+                {model: latent["entropy"]}, f"Prediction entropy ({tag})"
+            )
+            draw("entropy", fig, f"entropy_{dataset}_{model}_s{seed}")
 
     for name in ("sensitivity", "efficiency"):
         if name not in figures:

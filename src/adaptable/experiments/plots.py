@@ -11,6 +11,13 @@ experiment: :mod:`adaptable.experiments.figures` gathers the data and calls thes
   and corruptions), with degenerate scenarios drawn but left out of the correlation;
 * hyperparameter sensitivity (macro-F1 against alpha, q_low, q_high);
 * efficiency (time per test row against macro-F1);
+* a t-SNE map of the source model's latent features, source (train) rows against target (test)
+  rows, and the same points coloured by class;
+* histograms of the source model's normalised prediction entropy (entropy / log C) on the
+  source and target rows;
+* grouped bars of a paper table's macro-F1, one group per column (a corruption or a backbone)
+  averaged over its datasets, one bar per method (the paper's corruption and architecture
+  figures);
 * beyond the paper, for the benchmark tables with summary lines (``generality``,
   ``development``, ``confirmation``, ``holdout``): each method's per-case gain over the
   unadapted model, sorted, so that the cases won, the mean and the worst loss read off one
@@ -236,6 +243,14 @@ def plot_efficiency(frame: Any, title: str = "") -> Any:
                        color=f"C{drawn % 10}", label=method)  # fmt: skip
             drawn += 1
     ax.set_xscale("log")
+    # Ticks at 1, 2 and 5 per decade in plain numbers, minor ticks unlabelled: below about two
+    # decades matplotlib's own minor labels (2x10^-2, 3x10^-2, ...) print over each other, and
+    # its major ticks alone can leave a single label on the axis.
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.xaxis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set(xlabel="adaptation time per test row (ms, log scale)", ylabel="macro-F1 (%)",
            title=title)  # fmt: skip
     if drawn:
@@ -332,5 +347,95 @@ def plot_risk_and_reach(
     ax.set(xlabel=f"cases within {tolerance:g} points of max({reference}, {simple_rule}) (%)",
            ylabel=f"worst case vs {reference} (points)", title=title)  # fmt: skip
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_tsne(
+    points: np.ndarray, domains: Sequence[str], labels: Sequence[int], title: str = ""
+) -> Any:
+    """Two panels of the same 2-D embedding: coloured by domain, then by class.
+
+    Args:
+        points: shape (n, 2), e.g. a t-SNE of latent features.
+        domains: each point's domain (``"source"``, ``"target"``).
+        labels: each point's class.
+
+    Raises:
+        ValueError: ``points`` is not (n, 2) or the lengths differ.
+    """
+    points = np.asarray(points, dtype=float)
+    if points.ndim != 2 or points.shape[1] != 2:
+        raise ValueError(f"points must have shape (n, 2); got {points.shape}")
+    if not len(domains) == len(labels) == len(points):
+        raise ValueError("points, domains and labels must have the same length")
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.6))
+    domains = np.asarray(domains)
+    labels = np.asarray(labels)
+    for ax, values, name in ((axes[0], domains, "domain"), (axes[1], labels, "class")):
+        for k, value in enumerate(dict.fromkeys(values.tolist())):
+            chosen = values == value
+            ax.scatter(points[chosen, 0], points[chosen, 1], s=5, alpha=0.5, color=f"C{k}",
+                       label=f"{name} {value}" if name == "class" else str(value))  # fmt: skip
+        ax.set(xticks=[], yticks=[], title=f"coloured by {name}")
+        ax.legend(fontsize=8, markerscale=3, loc="best")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_entropy_histograms(
+    entropies: Mapping[str, Mapping[str, Sequence[float]]], title: str = "", bins: int = 20
+) -> Any:
+    """One panel per model: histograms of normalised entropies (0..1), one per domain.
+
+    Args:
+        entropies: panel title (a model) -> domain (``"source"``, ``"target"``) -> entropies
+            divided by log C.
+    """
+    plt = _pyplot()
+    fig, axes = plt.subplots(
+        1, len(entropies), figsize=(4.0 * len(entropies), 3.4), squeeze=False, sharey=True
+    )
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    for ax, (name, by_domain) in zip(axes[0], entropies.items(), strict=True):
+        for domain, values in by_domain.items():
+            values = np.asarray(values, dtype=float)
+            ax.hist(values, bins=edges, alpha=0.5, density=True,
+                    label=f"{domain} (mean {values.mean():.2f})")  # fmt: skip
+        ax.set(xlabel="entropy / log C", title=name, xlim=(0, 1))
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel("density")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_method_bars(
+    values: Mapping[str, Mapping[str, float]], title: str = "", ylabel: str = "macro-F1 (%)"
+) -> Any:
+    """Grouped bars: one group per column (e.g. a corruption), one bar per method.
+
+    Args:
+        values: column -> method -> value (NaN or absent: no bar).
+    """
+    plt = _pyplot()
+    columns = list(values)
+    methods = list(dict.fromkeys(m for column in values.values() for m in column))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.4 * len(columns) + 2.5), 4.0))
+    width = 0.8 / max(1, len(methods))
+    x = np.arange(len(columns))
+    # Ten default colours repeat from the eleventh method on; twenty distinct ones up to twenty.
+    palette = plt.get_cmap("tab20").colors if len(methods) > 10 else [f"C{k}" for k in range(10)]
+    for k, method in enumerate(methods):
+        heights = [values[c].get(method, math.nan) for c in columns]
+        ax.bar(x + k * width - 0.4 + width / 2, heights, width=width, label=method,
+               color=palette[k % len(palette)])  # fmt: skip
+    ax.set_xticks(x, columns)
+    ax.set(ylabel=ylabel, title=title)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     fig.tight_layout()
     return fig

@@ -183,10 +183,14 @@ def _collect(
 
 
 def _figures(frame: pd.DataFrame, table: TableDef, out: str | Path) -> list[Path]:
-    from adaptable.experiments.figures import case_gains_figure, risk_and_reach_figure
+    from adaptable.experiments.figures import (
+        case_gains_figure,
+        paper_table_figure,
+        risk_and_reach_figure,
+    )
     from adaptable.experiments.tables import summarize
 
-    figures = [case_gains_figure(frame, table, out)]
+    figures = [case_gains_figure(frame, table, out), paper_table_figure(frame, table, out)]
     if table.summary is not None:
         figures.append(risk_and_reach_figure(summarize(frame, table), table, out))
     return [figure for figure in figures if figure is not None]

@@ -38,7 +38,7 @@ from adaptable.experiments.process import (
     seed_method,
 )
 from adaptable.experiments.report import progress_bar, say
-from adaptable.experiments.spec import ExperimentSpec
+from adaptable.experiments.spec import DEFAULT_RECIPE, ExperimentSpec
 from adaptable.experiments.store import ResultStore
 
 #: bump when the record layout or the way a metric is computed changes
@@ -74,12 +74,23 @@ _SHOW_BATCHES = False
 
 
 def _train_model(
-    name: str, dataset: Any, seed: int, cache_dir: str | None, device: str = "auto"
+    name: str,
+    dataset: Any,
+    seed: int,
+    cache_dir: str | None,
+    device: str = "auto",
+    recipe: str | None = None,
 ) -> Any:
     from adaptable import models
 
     return models.train(
-        name, dataset, seed, cache_dir=cache_dir, quiet=not _SHOW_TRAINING, device=device
+        name,
+        dataset,
+        seed,
+        cache_dir=cache_dir,
+        quiet=not _SHOW_TRAINING,
+        device=device,
+        recipe=recipe,
     )
 
 
@@ -89,10 +100,10 @@ def _create_method(name: str, **options: Any) -> Any:
     return methods.create(name, **options)
 
 
-def _apply_shift(name: str, dataset: Any, seed: int) -> Any:
+def _apply_shift(name: str, dataset: Any, seed: int, **options: Any) -> Any:
     from adaptable import shifts
 
-    return shifts.apply(name, dataset, seed)
+    return shifts.apply(name, dataset, seed, **options)
 
 
 def _known_names(kind: str) -> list[str]:
@@ -131,9 +142,11 @@ class Components:
         load_dataset: ``(name, data_dir) -> ShiftDataset``.
         dataset_status: ``(name, data_dir) -> None`` when loadable, else the reason it is not.
         train_model: ``(name, dataset, seed, cache_dir, device) -> source model``; ``device``
-            is ``"auto"``, ``"cpu"`` or ``"cuda"`` (where deep models train and run).
+            is ``"auto"``, ``"cpu"`` or ``"cuda"`` (where deep models train and run); a spec
+            with a recipe other than the default adds the keyword ``recipe``.
         create_method: ``(name, **options) -> TestTimeMethod``.
-        apply_shift: ``(name, dataset, seed) -> Stream`` with ``batches(batch_size)``.
+        apply_shift: ``(name, dataset, seed) -> Stream`` with ``batches(batch_size)``; a spec
+            with shift options adds them as keywords.
         known_names: ``(kind) -> names`` for kind ``dataset``, ``model``, ``method`` or
             ``scenario``: what the other providers accept (checked before any work starts).
         is_torch_model: ``(model name) -> bool``: whether that source model is a torch
@@ -278,16 +291,21 @@ def get_dataset(name: str, context: RunContext) -> Any:
     return _DATASETS[key]
 
 
-def source_model(dataset_name: str, model: str, seed: int, context: RunContext) -> Any:
-    """The trained source model for (dataset, model, seed), memoised in this process."""
-    key = (dataset_name, model, seed, context.data_dir, context.cache_dir, context.device)
+def source_model(
+    dataset_name: str, model: str, seed: int, context: RunContext, recipe: str = DEFAULT_RECIPE
+) -> Any:
+    """The trained source model for (dataset, model, seed), trained with ``recipe``
+    (``adaptable.models.train(recipe=...)``), memoised in this process."""
+    key = (dataset_name, model, seed, context.data_dir, context.cache_dir, context.device, recipe)
     if key in _MODELS:
         _MODELS.move_to_end(key)
         return _MODELS[key]
     dataset = get_dataset(dataset_name, context)
     seed_everything(seed)
+    # the default recipe is not passed, so that providers without recipes keep working
+    extra = {} if recipe == DEFAULT_RECIPE else {"recipe": recipe}
     trained = context.components.train_model(
-        model, dataset, seed, context.cache_dir, context.device
+        model, dataset, seed, context.cache_dir, context.device, **extra
     )
     _MODELS[key] = trained
     while len(_MODELS) > _MAX_MODELS:
@@ -295,12 +313,14 @@ def source_model(dataset_name: str, model: str, seed: int, context: RunContext) 
     return trained
 
 
-def prepare_source(source_key: tuple[str, str, int], context: RunContext) -> str:
-    """Train (or load from cache) one source model; used before parallel sweeps so that two
-    workers never train the same model at once. Returns a short description."""
+def prepare_source(source_key: tuple[Any, ...], context: RunContext) -> str:
+    """Train (or load from cache) one source model (an ``ExperimentSpec.source_key``: dataset,
+    model, seed and maybe a recipe); used before parallel sweeps so that two workers never train
+    the same model at once. Returns a short description."""
     limit_threads(context.threads)
     started = time.perf_counter()
-    source_model(*source_key, context)
+    dataset, model, seed, *recipe = source_key
+    source_model(dataset, model, seed, context, *recipe)
     return f"{source_key} ready in {time.perf_counter() - started:.1f} s"
 
 
@@ -457,7 +477,7 @@ def fit_experiment(spec: ExperimentSpec, context: RunContext | None = None) -> F
     context = context or RunContext()
     limit_threads(context.threads)
     dataset = get_dataset(spec.dataset, context)
-    model = source_model(spec.dataset, spec.model, spec.seed, context)
+    model = source_model(spec.dataset, spec.model, spec.seed, context, spec.recipe)
     seed_everything(spec.seed)
     method = context.components.create_method(spec.method, **spec.option_dict)
     seed_method(method, spec.seed, spec.option_dict)
@@ -473,7 +493,9 @@ def shifted_stream(fitted: FittedExperiment, scenario: str, context: RunContext)
         KeyError / ValueError / NotImplementedError: as the shift registry, for a scenario it
             lacks or cannot build on this dataset.
     """
-    return context.components.apply_shift(scenario, fitted.dataset, fitted.spec.seed)
+    return context.components.apply_shift(
+        scenario, fitted.dataset, fitted.spec.seed, **fitted.spec.shift_option_dict
+    )
 
 
 def predict_stream(
@@ -784,8 +806,8 @@ def run_sweep(
 
 
 def _prepare_sources(
-    sources: list[tuple[str, str, int]], context: RunContext, executor: Any, progress: bool
-) -> dict[tuple[str, str, int], str]:
+    sources: list[tuple[Any, ...]], context: RunContext, executor: Any, progress: bool
+) -> dict[tuple[Any, ...], str]:
     """Train (or load) every source model before the experiments start.
 
     In this process the bar names each model as it trains; with several workers they train in
@@ -793,7 +815,7 @@ def _prepare_sources(
     them from the cache). Returns the models that failed: source key -> error (the sweep's
     report lists them, once per distinct error, with the experiments that needed them).
     """
-    broken: dict[tuple[str, str, int], str] = {}
+    broken: dict[tuple[Any, ...], str] = {}
     if not sources:
         return broken
     global _SHOW_TRAINING
@@ -808,13 +830,14 @@ def _prepare_sources(
                     broken[source] = f"{type(outcome).__name__}: {outcome}"
                 bar.update(1)
             return broken
-        for dataset, model, seed in sources:
+        for source in sources:
+            dataset, model, seed = source[:3]
             bar.set_description(f"training or loading {model} on {dataset} (seed {seed})")
             _SHOW_TRAINING = progress
             try:
-                prepare_source((dataset, model, seed), context)
+                prepare_source(source, context)
             except Exception as err:  # noqa: BLE001 - reported with the experiments it fails
-                broken[(dataset, model, seed)] = f"{type(err).__name__}: {err}"
+                broken[source] = f"{type(err).__name__}: {err}"
             finally:
                 _SHOW_TRAINING = False
             bar.update(1)

@@ -1,8 +1,12 @@
-"""The experiment key: (dataset, scenario, model, method, seed) plus the method's options.
+"""The experiment key: (dataset, scenario, model, method, seed) plus the method's options, and
+where they differ from the defaults the source model's training recipe and the shift's options.
 
 >>> spec = ExperimentSpec("heloc", "natural", "mlp", "adaptable", 0, {"calibrator": "none"})
 >>> spec.key
 'heloc|natural|mlp|adaptable|seed=0|{"calibrator":"none"}'
+>>> ExperimentSpec("heloc", "class_imbalance", "mlp", "source", 0, recipe="authors",
+...                shift_options={"convention": "authors_code"}).key
+'heloc|class_imbalance|mlp|source|seed=0|recipe=authors|shift={"convention":"authors_code"}'
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ from typing import Any
 
 #: the batch size of every experiment in the paper
 BATCH_SIZE = 64
+#: the source-training recipe (``adaptable.models.train(recipe=...)``) of a spec that names none;
+#: a spec with this recipe keeps the key it had before recipes were part of the spec
+DEFAULT_RECIPE = "default"
 
 
 def _canonical_options(options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
@@ -59,6 +66,16 @@ class ExperimentSpec:
         feedback_delay: batches between a batch and its labels (0: right after the batch).
             Both are part of the key only when ``feedback_share`` is not 0, so experiments
             without labels keep their keys.
+        recipe: the deep source model's training recipe (``adaptable.models.train(recipe=...)``:
+            ``"default"`` or ``"authors"``); part of the key and of :attr:`source_key` only when
+            it is not ``"default"``. Supervised models ignore it.
+        shift_options: keyword options of the shift (``adaptable.shifts.apply(scenario, ...,
+            **shift_options)``, e.g. ``{"convention": "authors_code"}`` for class imbalance);
+            part of the key only when given.
+
+    Raises:
+        ValueError: an empty name, a negative seed, a batch size below 1, an empty recipe.
+        TypeError: options that are not a mapping of names to JSON values.
     """
 
     dataset: str
@@ -70,6 +87,8 @@ class ExperimentSpec:
     batch_size: int = BATCH_SIZE
     feedback_share: float = 0.0
     feedback_delay: int = 0
+    recipe: str = DEFAULT_RECIPE
+    shift_options: tuple[tuple[str, Any], ...] | Mapping[str, Any] = field(default=())
 
     def __post_init__(self) -> None:
         for name in ("dataset", "scenario", "model", "method"):
@@ -80,11 +99,14 @@ class ExperimentSpec:
             raise ValueError(f"seed must be a non-negative int; got {self.seed!r}")
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ValueError(f"batch_size must be a positive int; got {self.batch_size!r}")
+        if not isinstance(self.recipe, str) or not self.recipe or "|" in self.recipe:
+            raise ValueError(f"recipe must be a non-empty string without '|'; got {self.recipe!r}")
+        for name in ("options", "shift_options"):
+            value = getattr(self, name)
+            if not (isinstance(value, Mapping) or value is None):
+                value = dict(value)
+            object.__setattr__(self, name, _canonical_options(value))
         self._check_feedback()
-        if isinstance(self.options, Mapping) or self.options is None:
-            object.__setattr__(self, "options", _canonical_options(self.options))
-        else:
-            object.__setattr__(self, "options", _canonical_options(dict(self.options)))
 
     def _check_feedback(self) -> None:
         share, delay = self.feedback_share, self.feedback_delay
@@ -106,7 +128,12 @@ class ExperimentSpec:
     @property
     def option_dict(self) -> dict[str, Any]:
         """The method options as a plain dict (tuples turned back into lists)."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.options}
+        return _plain(self.options)
+
+    @property
+    def shift_option_dict(self) -> dict[str, Any]:
+        """The shift options as a plain dict (tuples turned back into lists)."""
+        return _plain(self.shift_options)
 
     @property
     def key(self) -> str:
@@ -114,16 +141,23 @@ class ExperimentSpec:
         parts = [self.dataset, self.scenario, self.model, self.method, f"seed={self.seed}"]
         if self.batch_size != BATCH_SIZE:
             parts.append(f"batch={self.batch_size}")
+        if self.recipe != DEFAULT_RECIPE:
+            parts.append(f"recipe={self.recipe}")
+        if self.shift_options:
+            parts.append("shift=" + _json(self.shift_option_dict))
         if self.options:
-            parts.append(json.dumps(self.option_dict, sort_keys=True, separators=(",", ":")))
+            parts.append(_json(self.option_dict))
         if self.feedback is not None:
             parts.append(f"feedback={self.feedback_share:g}@{self.feedback_delay}")
         return "|".join(parts)
 
     @property
-    def source_key(self) -> tuple[str, str, int]:
-        """(dataset, model, seed): experiments sharing it share one trained source model."""
-        return (self.dataset, self.model, self.seed)
+    def source_key(self) -> tuple[str, str, int] | tuple[str, str, int, str]:
+        """(dataset, model, seed), and the recipe where it is not the default: experiments
+        sharing it share one trained source model."""
+        if self.recipe == DEFAULT_RECIPE:
+            return (self.dataset, self.model, self.seed)
+        return (self.dataset, self.model, self.seed, self.recipe)
 
     @property
     def label(self) -> str:
@@ -138,8 +172,10 @@ class ExperimentSpec:
         return f"{self.method}[{inner}]"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (the inverse of :meth:`from_dict`; ``feedback`` only where set)."""
-        out = {
+        """JSON-ready fields (the inverse of :meth:`from_dict`); ``recipe``, ``shift_options``
+        and ``feedback`` only where they differ from the defaults, so that the records of
+        experiments without them keep their exact form."""
+        out: dict[str, Any] = {
             "dataset": self.dataset,
             "scenario": self.scenario,
             "model": self.model,
@@ -148,6 +184,10 @@ class ExperimentSpec:
             "options": self.option_dict,
             "batch_size": self.batch_size,
         }
+        if self.recipe != DEFAULT_RECIPE:
+            out["recipe"] = self.recipe
+        if self.shift_options:
+            out["shift_options"] = self.shift_option_dict
         if self.feedback is not None:
             out["feedback"] = self.feedback
         return out
@@ -165,7 +205,17 @@ class ExperimentSpec:
             batch_size=int(data.get("batch_size", BATCH_SIZE)),
             feedback_share=float((data.get("feedback") or {}).get("share", 0.0)),
             feedback_delay=int((data.get("feedback") or {}).get("delay", 0)),
+            recipe=data.get("recipe", DEFAULT_RECIPE),
+            shift_options=dict(data.get("shift_options") or {}),
         )
+
+
+def _plain(options: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in options}
+
+
+def _json(options: Mapping[str, Any]) -> str:
+    return json.dumps(options, sort_keys=True, separators=(",", ":"))
 
 
 def grid(

@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from adaptable.experiments.spec import DEFAULT_RECIPE, ExperimentSpec
+
 #: the option of ``adaptable.methods.create("adaptable", ...)`` that selects the calibrator
 CALIBRATOR_OPTION = "calibrator"
 
@@ -73,7 +75,10 @@ class TableDef:
 
     The cells are ``datasets x scenarios`` unless ``cases`` lists them explicitly (a benchmark
     whose datasets each have their own scenarios); ``summary`` switches the Markdown layout to
-    a summary per method plus one line per case.
+    a summary per method plus one line per case. ``recipe`` is the source models' training
+    recipe (``adaptable.models.train(recipe=...)``) and ``shift_options`` maps a scenario to
+    its shift's options (``(scenario, ((name, value), ...))`` pairs); both go into every
+    experiment of the table (:meth:`spec`).
     """
 
     name: str
@@ -86,6 +91,8 @@ class TableDef:
     notes: tuple[str, ...] = field(default=())
     cases: tuple[tuple[str, str], ...] = ()
     summary: Summary | None = None
+    recipe: str = DEFAULT_RECIPE
+    shift_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
 
     def cells(self, datasets: Iterable[str] | None = None) -> list[tuple[str, str]]:
         """The (dataset, scenario) cells, in table order, of ``datasets`` (default: all)."""
@@ -94,6 +101,27 @@ class TableDef:
             wanted = set(chosen)
             return [(d, s) for d, s in self.cases if d in wanted]
         return [(d, s) for d in chosen for s in self.scenarios]
+
+    def spec(self, dataset: str, scenario: str, row: Row, seed: int) -> ExperimentSpec:
+        """The experiment of one row in one cell for one seed, with the table's recipe and the
+        scenario's shift options.
+
+        >>> table = TableDef("t", "T", None, ("heloc",), ("class_imbalance",),
+        ...                  (Row("mlp", "source", "Source"),), recipe="authors",
+        ...                  shift_options=(("class_imbalance", (("convention", "authors_code"),)),))
+        >>> table.spec("heloc", "class_imbalance", table.rows[0], 0).key
+        'heloc|class_imbalance|mlp|source|seed=0|recipe=authors|shift={"convention":"authors_code"}'
+        """
+        return ExperimentSpec(
+            dataset,
+            scenario,
+            row.model,
+            row.method,
+            seed,
+            row.option_dict,
+            recipe=self.recipe,
+            shift_options=dict(dict(self.shift_options).get(scenario, ())),
+        )
 
 
 def from_cases(

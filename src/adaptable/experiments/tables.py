@@ -89,11 +89,7 @@ def table_specs(
                 for scenario in scenarios:
                     for row in table.rows:
                         if row.model == model:
-                            out.append(
-                                ExperimentSpec(
-                                    dataset, scenario, model, row.method, seed, row.option_dict
-                                )
-                            )
+                            out.append(table.spec(dataset, scenario, row, seed))
     return list({s.key: s for s in out}.values())
 
 
@@ -131,9 +127,7 @@ def compare(
         for row in table.rows:
             found = []
             for seed in seeds:
-                spec = ExperimentSpec(
-                    dataset, scenario, row.model, row.method, seed, row.option_dict
-                )
+                spec = table.spec(dataset, scenario, row, seed)
                 if spec.key in by_key:
                     found.append(by_key[spec.key])
             for metric in table.metrics:
@@ -496,3 +490,40 @@ def summary(records: Iterable[Mapping[str, Any]]) -> str:
 def _seed_words(seeds: Sequence[int]) -> str:
     """``"seed 0"``, ``"seeds 0, 1, 2"``."""
     return f"seed{'s' * (len(seeds) != 1)} {', '.join(map(str, seeds))}"
+
+
+#: the columns of :func:`paper_gaps`
+GAP_COLUMNS = [
+    "table", "dataset", "scenario", "model", "method", "metric", "ours_mean", "n_seeds",
+    "paper_mean", "difference", "source_difference", "gain_difference",
+]  # fmt: skip
+
+
+def paper_gaps(
+    frame: pd.DataFrame, threshold: float = 2.0, reference: str = "Source"
+) -> pd.DataFrame:
+    """The cells of :func:`compare` frames (or of the CSV files they are written to) that are
+    more than ``threshold`` points from the paper, each beside its source row's gap.
+
+    ``source_difference`` is the ``reference`` row's difference in the same table, dataset,
+    scenario, model and metric (NaN where it has no paper value); ``gain_difference`` is
+    ``difference - source_difference``, how far the method's gain over its source model is from
+    the paper's. A cell whose gain difference is within ``threshold`` inherits its gap from the
+    source model. Lines without our or the paper's value are ignored.
+
+    >>> frame = pd.DataFrame({"table": "t", "dataset": "d", "scenario": "s", "model": "mlp",
+    ...     "method": ["Source", "A", "B"], "metric": "macro_f1", "ours_mean": [40.0, 60.0, 52.0],
+    ...     "n_seeds": 3, "paper_mean": [35.0, 56.0, 52.5], "difference": [5.0, 4.0, -0.5]})
+    >>> columns = ["method", "difference", "source_difference", "gain_difference"]
+    >>> paper_gaps(frame)[columns].to_numpy().tolist()
+    [['Source', 5.0, 5.0, 0.0], ['A', 4.0, 5.0, -1.0]]
+    """
+    keys = ["table", "dataset", "scenario", "model", "metric"]
+    known = frame.dropna(subset=["ours_mean", "paper_mean"])
+    sources = known[known["method"] == reference].set_index(keys)["difference"]
+    off = known[known["difference"].abs() > threshold].copy()
+    off["source_difference"] = [
+        sources.get(tuple(line[k] for k in keys), math.nan) for _, line in off.iterrows()
+    ]
+    off["gain_difference"] = off["difference"] - off["source_difference"]
+    return off[GAP_COLUMNS].reset_index(drop=True)
