@@ -329,7 +329,12 @@ class AdapTable(LateLabels, TestTimeMethod):
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the fitted state, mid-stream, to one ``.safetensors`` file (tensors + JSON
-        metadata, no pickle). The source model is not saved; pass it again to :meth:`load`."""
+        metadata, no pickle). The source model is not saved; pass it again to :meth:`load`.
+
+        Raises:
+            FileNotFoundError: the folder of ``path`` does not exist.
+            IsADirectoryError: ``path`` is a folder.
+        """
         self._check_fitted()
         write(self, path)
 
@@ -346,8 +351,10 @@ class AdapTable(LateLabels, TestTimeMethod):
             output: overrides the saved ``output`` argument for ``model``.
 
         Raises:
-            ValueError: the file is not an AdapTable file, or a field is missing, malformed or
-                disagrees with another (the message names it).
+            ValueError: the file is not an AdapTable file, was written by a later minor version,
+                or a field is missing, malformed or disagrees with another (the message names
+                the file and the field).
+            IsADirectoryError: ``path`` is a folder.
         """
         saved: SavedAdapTable = read(cls, path)
         method = cls(**{**saved.params, **({} if output is None else {"output": output})})
