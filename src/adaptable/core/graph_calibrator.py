@@ -105,14 +105,7 @@ class GraphCalibrator:
             valid = (trend, context.logits_valid, source.y_valid)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(context.seed)
-            net = ShiftAwareCalibrator.for_layout(
-                layout,
-                statistics,
-                context.n_classes,
-                width=params["batch_size"],
-                hidden=params["hidden"],
-                adjacency=params["adjacency"],
-            )
+            net = _network(layout, statistics, context.n_classes, params)
         report = post_train(
             net,
             train,
@@ -196,14 +189,7 @@ class GraphCalibrator:
         statistics = SourceStatistics(
             reader.tensor("numeric_mean", (layout.n_numeric,)), category_mean
         )
-        net = ShiftAwareCalibrator.for_layout(
-            layout,
-            statistics,
-            context.n_classes,
-            width=params["batch_size"],
-            hidden=params["hidden"],
-            adjacency=params["adjacency"],
-        )
+        net = _network(layout, statistics, context.n_classes, params)
         state = net.state_dict()
         for key, expected in state.items():
             dtype = str(expected.numpy().dtype)
@@ -237,3 +223,17 @@ def complete_graph_kernel(net: ShiftAwareCalibrator) -> CompleteGraphKernel:
             softplus_beta=net.softplus_beta,
             min_temperature=net.min_temperature,
         )
+
+
+def _network(
+    layout: ColumnLayout, statistics: SourceStatistics, n_classes: int, params: dict[str, Any]
+) -> ShiftAwareCalibrator:
+    """g_phi for ``layout``, shaped by the calibrator's parameters (fit and load build the same)."""
+    return ShiftAwareCalibrator.for_layout(
+        layout,
+        statistics,
+        n_classes,
+        width=params["batch_size"],
+        hidden=params["hidden"],
+        adjacency=params["adjacency"],
+    )

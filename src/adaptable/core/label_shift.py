@@ -290,7 +290,7 @@ class LabelShiftTest:
         def floats(key: str) -> np.ndarray:
             if key in arrays and np.asarray(arrays[key]).dtype.kind != "f":
                 raise ValueError(f"label-shift state: {key} must be a float array.")
-            return _finite(arrays, key)
+            return finite_array(arrays, key)
 
         means = floats("class_means")
         if means.ndim != 2 or means.shape[1] != n_classes:
@@ -377,7 +377,8 @@ def _simplex_least_squares(gram: np.ndarray, linear: np.ndarray, constant: float
     return pi, max(value, 0.0)
 
 
-def _finite(arrays: dict[str, np.ndarray], key: str) -> np.ndarray:
+def finite_array(arrays: dict[str, np.ndarray], key: str) -> np.ndarray:
+    """``arrays[key]`` as float64, refusing a missing key or NaN / inf values (ValueError)."""
     if key not in arrays:
         raise ValueError(f"label-shift state: missing array {key!r}.")
     value = np.asarray(arrays[key], dtype=np.float64)

@@ -23,6 +23,8 @@ import math
 
 import numpy as np
 
+from adaptable.core.label_shift import finite_array
+
 
 def prior_center(objective: str) -> str:
     """Where the MAP prior of the target label distribution is centred for ``objective``.
@@ -317,7 +319,7 @@ class OnlinePriorEstimate:
         for key in ("reservoir", "prior"):
             if key in arrays and np.asarray(arrays[key]).dtype.kind != "f":
                 raise ValueError(f"prior estimate: {key} must be a float array.")
-        reservoir, prior = _finite(arrays, "reservoir"), _finite(arrays, "prior")
+        reservoir, prior = finite_array(arrays, "reservoir"), finite_array(arrays, "prior")
         n_classes = len(self.source_prior)
         if reservoir.ndim != 2 or reservoir.shape[1] != n_classes:
             raise ValueError(f"prior estimate: reservoir must be (n, {n_classes}).")
@@ -374,15 +376,6 @@ def _newton_direction(
     hessian -= np.diag(np.divide(pseudo[:-1], np.square(q[:-1]))) + pseudo[-1] / q[-1] ** 2
     step = np.linalg.solve(hessian, -gradient)
     return np.append(step, -step.sum())
-
-
-def _finite(arrays: dict[str, np.ndarray], key: str) -> np.ndarray:
-    if key not in arrays:
-        raise ValueError(f"label-shift state: missing array {key!r}.")
-    value = np.asarray(arrays[key], dtype=np.float64)
-    if not np.all(np.isfinite(value)):
-        raise ValueError(f"label-shift state: array {key!r} holds NaN or inf values.")
-    return value
 
 
 @functools.lru_cache(maxsize=16)

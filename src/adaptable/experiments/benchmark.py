@@ -117,17 +117,17 @@ _ROLE_TEXT: dict[str, tuple[str, str]] = {
         "run on them, for judging the next design of the default adapter",
         "Built like the generality benchmark (same protocol, models and summary lines) on a "
         "fifth set of split columns (Hospital Readmission, HELOC, German credit: Adult, COMPAS "
-        "and CMC have no column left, so there is no three-class Dirichlet shift). Fixed on "
-        "2026-11-23 with only the Source column run; a design should be chosen elsewhere and "
-        "judged here once.",
+        "and CMC have no column left, so there is no three-class Dirichlet shift). Fixed before "
+        "any design ran on it, with only the Source column run; a design should be chosen "
+        "elsewhere and judged here once.",
     ),
     "reserve": (
         "Reserve benchmark: domain splits and pure label shifts fixed with only the unadapted "
         "model run on them, for judging the next design of the default adapter",
         "Built like the generality benchmark (same protocol, models and summary lines) on a "
-        "sixth set of split columns of Hospital Readmission, HELOC and German credit. Fixed on "
-        "2026-11-25, after the sealed benchmark had judged one design, with only the Source "
-        "column run; a design should be chosen elsewhere and judged here once.",
+        "sixth set of split columns of Hospital Readmission, HELOC and German credit. Fixed "
+        "after the sealed benchmark had judged one design, with only the Source column run; a "
+        "design should be chosen elsewhere and judged here once.",
     ),
 }
 _ORACLE_NOTE = (

@@ -15,7 +15,7 @@ a benchmark role ``<role>_summary.csv``, ``<role>_gains.png``, ``<role>_risk.png
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -204,17 +204,8 @@ def reproduce_tables(
 
     status = 0
     written = 0
-    nothing_stored = False  # --no-run found none of a table's experiments
-    for name in names:
-        try:
-            collected = _collect(name, request, store, context, executor)
-        except NothingStored as err:
-            print(err)
-            nothing_stored = True
-            continue
-        if collected is None:
-            continue
-        frame, result = collected
+    tables = _Collected(names, request, store, context, executor)
+    for name, frame, result in tables:
         table = _named(TABLES[name], request)
         written += 1
         paths = write_table(
@@ -225,7 +216,31 @@ def reproduce_tables(
         print(paths[0].read_text())
         print("wrote " + ", ".join(str(p) for p in paths))
         status = status or (1 if result.failures else 0)
-    return 1 if nothing_stored and not written else status
+    return 1 if tables.nothing_stored and not written else status
+
+
+class _Collected:
+    """Each table of ``names`` with its frame and sweep result, in order; a table that is
+    skipped or (with --no-run) found nowhere in the store is left out, the latter said once and
+    remembered in :attr:`nothing_stored`."""
+
+    def __init__(
+        self, names: Sequence[str], request: Request, store: Any, context: Any, executor: Any
+    ) -> None:
+        self.names, self.request = names, request
+        self.store, self.context, self.executor = store, context, executor
+        self.nothing_stored = False
+
+    def __iter__(self) -> Iterator[tuple[str, pd.DataFrame, Any]]:
+        for name in self.names:
+            try:
+                collected = _collect(name, self.request, self.store, self.context, self.executor)
+            except NothingStored as err:
+                print(err)
+                self.nothing_stored = True
+                continue
+            if collected is not None:
+                yield name, *collected
 
 
 def _named(table: TableDef, request: Request) -> TableDef:
@@ -249,17 +264,8 @@ def reproduce_benchmark(
     sections: list[str] = []
     paths: list[Path] = []
     status = 0
-    nothing_stored = False  # --no-run found none of a role's experiments
-    for role in roles:
-        try:
-            collected = _collect(role, request, store, context, executor)
-        except NothingStored as err:
-            print(err)
-            nothing_stored = True
-            continue
-        if collected is None:
-            continue
-        frame, result = collected
+    collected = _Collected(roles, request, store, context, executor)
+    for role, frame, result in collected:
         table = _named(TABLES[role], request)
         summaries[role] = summarize(frame, table)
         frames[role] = frame.assign(
@@ -274,7 +280,7 @@ def reproduce_benchmark(
         status = status or (1 if result.failures else 0)
     if not frames:
         print("[benchmark] nothing to write: every role was skipped")
-        return 1 if nothing_stored else status
+        return 1 if collected.nothing_stored else status
     out = Path(request.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = [
