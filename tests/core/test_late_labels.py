@@ -260,3 +260,32 @@ def test_a_file_without_the_labelled_state_loads_and_predicts(shifts, tmp_path, 
     np.testing.assert_array_equal(old.predict_proba(batch), method.predict_proba(batch))
     assert len(old.report()) == 1  # the records before the save are not in the file
     old.partial_fit(batch[:5], stream.y_stream[3 * BATCH : 3 * BATCH + 5], rows=np.arange(3, 8))
+
+
+def test_drift_log_computes_expected_confusions_from_posteriors_in_bulk(monkeypatch) -> None:
+    """Records given posteriors get the same expected matrices as computed batch by batch,
+    whether they are settled when the pending rows fill up or when the report is read."""
+    from adaptable.core import drift_report
+    from adaptable.core.decision import expected_confusion
+
+    monkeypatch.setattr(drift_report, "PENDING_ROWS", 10)
+    rng = np.random.default_rng(3)
+    log = DriftLog(n_classes=3, objective="macro_f1")
+    wanted = []
+    for rows in (4, 7, 1, 5, 3):  # settled after the second batch, the rest when read
+        posteriors = rng.dirichlet(np.ones(3), size=rows)
+        source = rng.dirichlet(np.ones(3), size=rows)
+        predictions = rng.integers(0, 3, rows)
+        log.record(
+            rows=rows,
+            predictions=predictions,
+            posteriors=posteriors,
+            source_proba=source,
+            rule="source",
+            target_prior=np.full(3, 1 / 3),
+        )
+        wanted.append(expected_confusion(posteriors, np.stack([source.argmax(1), predictions])))
+    settled = log.arrays()["matrices"][:, :2]
+    np.testing.assert_allclose(settled, np.stack(wanted), rtol=1e-12, atol=1e-15)
+    with pytest.raises(ValueError, match="expected, or posteriors"):
+        log.record(rows=1, predictions=np.zeros(1), rule="x", target_prior=np.ones(3) / 3)

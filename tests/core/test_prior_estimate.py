@@ -140,6 +140,7 @@ def test_estimate_with_reaches_the_fixed_point_of_map_em(n_classes: int) -> None
         start = rng.dirichlet(np.ones(n_classes))
         found = est.estimate_with(p_s, strength, start)
         np.testing.assert_allclose(found, fixed, atol=1e-9)
+        assert est.last_estimate_converged  # stopped on its tolerance, not on the cap
         assert est.prior.tolist() == est.center.tolist()  # the running estimate untouched
     with pytest.raises(ValueError, match="positive strength"):
         est.estimate_with(p_s, 0.0, p_s)

@@ -53,8 +53,15 @@ class CalibratedBatch:
         return len(self.logits)
 
     def model_proba(self) -> np.ndarray:
-        """The model's own posteriors softmax(z_i), (n, C)."""
-        return self.calibrated if self.calibrated_is_softmax else softmax(self.logits)
+        """The model's own posteriors softmax(z_i), (n, C) (computed once per batch; do not
+        change the array)."""
+        if self.calibrated_is_softmax:
+            return self.calibrated
+        cached = self.__dict__.get("_model_proba")
+        if cached is None:
+            cached = softmax(self.logits)
+            object.__setattr__(self, "_model_proba", cached)
+        return cached
 
 
 @dataclass(frozen=True)

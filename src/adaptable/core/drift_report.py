@@ -33,7 +33,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,9 @@ from adaptable.core.feedback.prior import dirichlet_interval
 
 #: predicted class codes kept for matching late labels to their rows
 PREDICTION_ROWS = 1 << 16
+#: rows whose expected confusion matrices are computed together: a record keeps its batch's
+#: posteriors until then (one vectorised pass instead of a few small products per batch)
+PENDING_ROWS = 1 << 12
 
 
 @dataclass
@@ -61,8 +64,8 @@ class _Batch:
     prior_total: float
     target_prior: np.ndarray
     labelled_counts: np.ndarray
-    expected: np.ndarray  # (2, C, C): argmax, adapter
-    realised: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (2, C, C)
+    expected: np.ndarray | None  # (2, C, C): argmax, adapter (None: pending, see DriftLog)
+    realised: np.ndarray | None = None  # (2, C, C); None until a label arrives
 
 
 #: the per-batch numbers saved as one (batches, len) array, in this order
@@ -110,6 +113,10 @@ class DriftLog:
         self._kept = 0
         self.n_rows = 0
         self.unscored = 0
+        #: records whose expected matrices are still to compute: (batch index, posteriors,
+        #: the model's posteriors, the adapter's predictions)
+        self._pending: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._pending_rows = 0
 
     def __len__(self) -> int:
         return len(self._batches)
@@ -120,9 +127,11 @@ class DriftLog:
         *,
         rows: int,
         predictions: np.ndarray,
-        expected: np.ndarray,
         rule: str,
         target_prior: np.ndarray,
+        expected: np.ndarray | None = None,
+        posteriors: np.ndarray | None = None,
+        source_proba: np.ndarray | None = None,
         prior_total: float | None = None,
         shift_statistic: float | None = None,
         shift_threshold: float = np.nan,
@@ -131,16 +140,38 @@ class DriftLog:
         n_labelled: int = 0,
         labelled_counts: np.ndarray | None = None,
     ) -> None:
-        """One adapted batch (``predictions``: the adapter's class codes of its rows, (rows,);
-        ``expected``: the expected confusion matrices of the unadapted model and of the
-        adapter, (2, C, C));
-        ``prior_total``: the total pseudo-count of the Dirichlet whose mean is ``target_prior``
-        (its interval; ``None``: no interval). Missing statistics are stored as NaN."""
+        """One adapted batch.
+
+        Args:
+            rows: the batch's rows.
+            predictions: the adapter's class codes of its rows, (rows,).
+            rule: the rule the adapter used.
+            target_prior: the estimated target label distribution, (C,) (copied).
+            expected: the expected confusion matrices of the unadapted model and of the
+                adapter, (2, C, C); or, instead, ``posteriors`` (rows, C), the class
+                probabilities the adapter believes, and ``source_proba`` (rows, C), the model's
+                own, from which they are computed later (:func:`expected_confusion` of the
+                model's argmax and of ``predictions``; the arrays are kept, not copied, until
+                then: do not change them).
+            prior_total: the total pseudo-count of the Dirichlet whose mean is
+                ``target_prior`` (its interval; ``None``: no interval).
+            shift_statistic, shift_threshold, prior_statistic, prior_critical: the tests'
+                statistics and thresholds (``None``: stored as NaN).
+            n_labelled: labelled rows received before the batch.
+            labelled_counts: their counts per class, (C,) (copied).
+
+        Raises:
+            ValueError: neither ``expected`` nor both ``posteriors`` and ``source_proba``.
+        """
         c = self.n_classes
+        if expected is None and (posteriors is None or source_proba is None):
+            raise ValueError("record needs expected, or posteriors and source_proba.")
+        rows = int(rows)
+        index = len(self._batches)
         self._batches.append(
             _Batch(
                 self.n_rows,
-                int(rows),
+                rows,
                 rule,
                 _number(shift_statistic),
                 float(shift_threshold),
@@ -148,15 +179,43 @@ class DriftLog:
                 float(prior_critical),
                 int(n_labelled),
                 _number(prior_total),
-                np.asarray(target_prior, dtype=np.float64).copy(),
+                np.array(target_prior, dtype=np.float64),
                 np.zeros(c) if labelled_counts is None else np.array(labelled_counts, float),
-                np.asarray(expected, dtype=np.float64),
-                np.zeros((2, c, c)),
+                None if expected is None else np.asarray(expected, dtype=np.float64),
             )
         )
         self._starts.append(self.n_rows)
         self._keep(np.asarray(predictions, dtype=np.int16))
-        self.n_rows += int(rows)
+        self.n_rows += rows
+        if expected is None:
+            self._pending.append((index, posteriors, source_proba, predictions))
+            self._pending_rows += rows
+            if self._pending_rows >= PENDING_ROWS:
+                self._settle()
+
+    def _settle(self) -> None:
+        """The pending records' expected confusion matrices, in one pass over their rows."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending, self._pending_rows = [], 0
+        c = self.n_classes
+        indices = [p[0] for p in pending]
+        sizes = [len(p[3]) for p in pending]
+        posteriors = np.concatenate([p[1] for p in pending]).astype(np.float64, copy=False)
+        source = np.concatenate([p[2] for p in pending]).argmax(axis=1)
+        adapter = np.concatenate([p[3] for p in pending])
+        classes = np.arange(c)
+        # (rows, 2, C): the one-hot decisions of argmax and of the adapter side by side
+        decided = np.stack([source[:, None] == classes, adapter[:, None] == classes], axis=1)
+        cells = posteriors[:, None, :, None] * decided[:, :, None, :]  # (rows, 2, C, C)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        nonempty = np.asarray(sizes) > 0
+        sums = np.zeros((len(pending), 2, c, c))
+        if nonempty.any():
+            sums[nonempty] = np.add.reduceat(cells, starts[nonempty], axis=0)
+        for index, matrices in zip(indices, sums, strict=True):
+            self._batches[index].expected = matrices
 
     def _keep(self, codes: np.ndarray) -> None:
         """The latest batch's predicted codes; the oldest batches' dropped past the budget."""
@@ -197,7 +256,10 @@ class DriftLog:
                 self.unscored += int(mine.sum())
                 continue
             adapter = codes[row_ids[mine] - self._starts[index]]
-            realised = self._batches[index].realised
+            record = self._batches[index]
+            if record.realised is None:
+                record.realised = np.zeros((2, self.n_classes, self.n_classes))
+            realised = record.realised
             realised[0] += confusion(labels[mine], source_predictions[mine], self.n_classes)
             realised[1] += confusion(labels[mine], adapter, self.n_classes)
 
@@ -219,6 +281,7 @@ class DriftLog:
         ``realised_source``, ``realised_adapter``, ``..._so_far``; NaN without labels).
         """
         names = [str(k) for k in (range(self.n_classes) if classes is None else classes)]
+        self._settle()
         if not self._batches:
             return pd.DataFrame(columns=["batch", *_SCALARS, "rule"])
         b = self._batches
@@ -244,7 +307,7 @@ class DriftLog:
         for k, name in enumerate(names):
             data[f"labelled_share_{name}"] = shares[:, k]
         expected = np.stack([x.expected for x in b])
-        realised = np.stack([x.realised for x in b])
+        realised = np.stack([self._realised(x) for x in b])
         for kind, matrices in (("estimated", expected), ("realised", realised)):
             batch_scores = _scores(matrices, self.objective)
             so_far = _scores(np.cumsum(matrices, axis=0), self.objective)
@@ -254,9 +317,14 @@ class DriftLog:
         data["realised_rows"] = realised[:, 0].sum(axis=(1, 2))
         return pd.DataFrame(data)
 
+    def _realised(self, record: _Batch) -> np.ndarray:
+        c = self.n_classes
+        return np.zeros((2, c, c)) if record.realised is None else record.realised
+
     # ------------------------------------------------------------------ state
     def arrays(self) -> dict[str, np.ndarray]:
         """The records and the kept predictions as arrays (rule names as UTF-8 bytes)."""
+        self._settle()
         b, c = self._batches, self.n_classes
         width = len(_SCALARS)
         scalars = np.array([[float(getattr(x, k)) for k in _SCALARS] for x in b]).reshape(-1, width)
@@ -266,7 +334,7 @@ class DriftLog:
             else np.zeros((0, 2, c))
         )
         matrices = (
-            np.stack([np.concatenate([x.expected, x.realised]) for x in b])
+            np.stack([np.concatenate([x.expected, self._realised(x)]) for x in b])
             if b
             else np.zeros((0, 4, c, c))
         )

@@ -309,8 +309,12 @@ class LabelShiftReading:
         factor = (1.0 + move) / (1.0 - move) * (1.0 + 1e-9)
         # 2. the scores at the old estimate on the current reservoir, then their ranges
         matrices = snapshot.matrices
-        actual = matrices.sum(axis=-1)
-        if np.any((actual > 0) & (actual < 1e-6)):  # a class about to vanish: read in full
+        if len(snapshot.prior) == 2:  # two classes: eight cells, summed in scalars
+            cells = matrices.ravel().tolist()
+            actual = [a + b for a, b in zip(cells[::2], cells[1::2], strict=True)]
+        else:
+            actual = matrices.sum(axis=-1).ravel().tolist()
+        if any(0 < total < 1e-6 for total in actual):  # a class about to vanish: read in full
             return None
         low, high = score_bounds(np.maximum(matrices, 0.0), self.objective, factor)
         if low[1] - high[0] > SCORE_SLACK:

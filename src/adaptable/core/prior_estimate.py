@@ -219,7 +219,7 @@ class OnlinePriorEstimate:
         # doubles per step), which the stopping rule below reads as convergence: a start at
         # 1e-12 stopped there. From 1e-6 the first step already moves more than the tolerance
         # and about 20 of the 50 steps reach any interior optimum.
-        prior = np.clip(np.asarray(start, dtype=np.float64), 1e-6, None)
+        prior = np.maximum(np.asarray(start, dtype=np.float64), 1e-6)
         prior /= prior.sum()
 
         def objective(q: np.ndarray, mixture: np.ndarray) -> float:
@@ -227,28 +227,48 @@ class OnlinePriorEstimate:
             return float(row_weight * np.log(mixture).sum()) + prior_term
 
         mixture = prior @ ratio  # sum_y q(y|x_i) p_t(y) / p_s(y), (n,)
-        value = objective(prior, mixture)
+        direction = _newton_step(free / mixture, prior, pseudo, row_weight)[0]
+        # F at ``prior``, evaluated only where a step must be checked against it: the logs of
+        # the whole reservoir cost more than the rest of a step
+        value: float | None = None
         self.last_estimate_converged = False
         for _ in range(max_iterations):
-            full = _newton_direction(free / mixture, prior, pseudo, row_weight)
-            # the longest step along the Newton direction that stays inside the simplex
-            limit = min(
-                (-p / f for p, f in zip(prior.tolist(), full.tolist(), strict=True) if f < 0),
-                default=math.inf,
-            )
-            length = min(1.0, 0.99 * limit)
-            while True:  # backtrack until the (concave) objective does not fall
-                candidate = prior + length * full
-                candidate_mixture = candidate @ ratio
+            length = _step_length(prior, direction)
+            candidate = prior + length * direction
+            candidate_mixture = candidate @ ratio
+            step = _newton_step(free / candidate_mixture, candidate, pseudo, row_weight)
+            # F is concave, so its slope along the step falls along it: F(candidate) - F(prior)
+            # >= length * (slope at the candidate), and F did not fall by more than the
+            # tolerance below where that is >= -1e-12
+            rose = length * _slope(step[1], direction) >= -1e-12
+            if not rose:  # past the maximum: backtrack until the objective does not fall
+                if value is None:
+                    value = objective(prior, mixture)
                 candidate_value = objective(candidate, candidate_mixture)
-                if candidate_value >= value - 1e-12 or length < 1e-8:
-                    break
-                length /= 2
+                while not (candidate_value >= value - 1e-12 or length < 1e-8):
+                    length /= 2
+                    candidate = prior + length * direction
+                    candidate_mixture = candidate @ ratio
+                    candidate_value = objective(candidate, candidate_mixture)
+                rose = candidate_value >= value - 1e-12
+                value = candidate_value
+                step = _newton_step(free / candidate_mixture, candidate, pseudo, row_weight)
+            else:
+                value = None
             moved = float(np.abs(candidate - prior).max())
-            rose = candidate_value >= value - 1e-12
-            prior, value, mixture = candidate, candidate_value, candidate_mixture
+            prior, mixture, direction = candidate, candidate_mixture, step[0]
             if moved < tolerance:
                 self.last_estimate_converged = rose
+                break
+            if isinstance(step[1], float) and abs(float(direction[0])) < 0.5 * tolerance:
+                # Two classes, and the next step already below the tolerance: it is the last
+                # one, taken without reading the reservoir again. Along a step that short F's
+                # curvature stays within a factor 4 of |h| at its start (m_i barely moves),
+                # and the slope there is >= 0, so F falls by at most 2 |h| step^2.
+                length = _step_length(prior, direction)
+                prior = prior + length * direction
+                fall = 2.0 * abs(step[2]) * (length * float(direction[0])) ** 2
+                self.last_estimate_converged = fall <= 1e-12
                 break
         return prior / prior.sum()
 
@@ -352,10 +372,12 @@ class OnlinePriorEstimate:
         self.prior = prior.copy()
 
 
-def _newton_direction(
+def _newton_step(
     scaled: np.ndarray, prior: np.ndarray, pseudo: list[float], row_weight: float
-) -> np.ndarray:
-    """Newton's step for :meth:`OnlinePriorEstimate.estimate_with` in all C coordinates, (C,).
+) -> tuple[np.ndarray, float | np.ndarray, float | np.ndarray]:
+    """Newton's step for :meth:`OnlinePriorEstimate.estimate_with` in all C coordinates, (C,),
+    and F's gradient and Hessian in the free coordinates (floats for two classes, else (C - 1,)
+    and (C - 1, C - 1)).
 
     ``scaled`` (C - 1, n) holds d m_i / d q_k / m_i of the free coordinates k < C - 1 (the last
     is one minus the others). F's gradient there is row_weight * sum_i scaled_ki + a_k / q_k -
@@ -369,13 +391,30 @@ def _newton_direction(
         gradient = row_weight * float(row.sum()) + pseudo[0] / q[0] - pseudo[1] / q[1]
         hessian = -row_weight * float(row @ row) - pseudo[0] / q[0] ** 2 - pseudo[1] / q[1] ** 2
         step = -gradient / hessian
-        return np.array([step, -step])
-    gradient = row_weight * scaled.sum(axis=1) + np.divide(pseudo[:-1], q[:-1])
-    gradient -= pseudo[-1] / q[-1]
+        return np.array([step, -step]), gradient, hessian
+    free_gradient = row_weight * scaled.sum(axis=1) + np.divide(pseudo[:-1], q[:-1])
+    free_gradient -= pseudo[-1] / q[-1]
     hessian = -row_weight * scaled @ scaled.T
     hessian -= np.diag(np.divide(pseudo[:-1], np.square(q[:-1]))) + pseudo[-1] / q[-1] ** 2
-    step = np.linalg.solve(hessian, -gradient)
-    return np.append(step, -step.sum())
+    step = np.linalg.solve(hessian, -free_gradient)
+    return np.append(step, -step.sum()), free_gradient, hessian
+
+
+def _step_length(prior: np.ndarray, direction: np.ndarray) -> float:
+    """The Newton step's length: 1, or 0.99 of the longest that stays inside the simplex."""
+    limit = min(
+        (-p / f for p, f in zip(prior.tolist(), direction.tolist(), strict=True) if f < 0),
+        default=math.inf,
+    )
+    return min(1.0, 0.99 * limit)
+
+
+def _slope(gradient: float | np.ndarray, direction: np.ndarray) -> float:
+    """F's derivative along ``direction`` (all C coordinates) from its free-coordinate
+    gradient."""
+    if isinstance(gradient, float):
+        return gradient * float(direction[0])
+    return float(gradient @ direction[:-1])
 
 
 @functools.lru_cache(maxsize=16)

@@ -197,22 +197,16 @@ class LabelledRows:
         if moment_accepts:
             posteriors = self.prior_estimate.target_posteriors(batch.calibrated, post.mean)
         predictions = decision.proba.argmax(axis=1)
-        n_classes = len(self.source_prior_)
-        # both rules' one-hot decisions side by side: one (C, n) x (n, 2C) product gives both
-        # expected confusion matrices
-        classes = np.arange(n_classes)
-        decided = np.concatenate(
-            [model_proba.argmax(axis=1)[:, None] == classes, predictions[:, None] == classes],
-            axis=1,
-        )
-        expected = (posteriors.T @ decided).reshape(n_classes, 2, n_classes).transpose(1, 0, 2)
         log = self.drift_log
         level = self.label_shift_level
         known = moment_accepts or self.feedback.n_labelled > 0
         log.record(
             rows=len(predictions),
             predictions=predictions,
-            expected=expected,
+            # the expected confusions of argmax and of the output, computed by the log for
+            # many batches at once
+            posteriors=posteriors,
+            source_proba=model_proba,
             rule=decision.rule or "",
             # the estimate with its interval where one exists (labels, or the label-shift
             # reading the moment test accepts); none otherwise (the MAP-EM estimate is only
