@@ -52,6 +52,7 @@ import numpy as np
 
 from adaptable.core.decision import argmax_by_class, expected_confusion, score, score_bounds
 from adaptable.core.prior_estimate import OnlinePriorEstimate
+from adaptable.core.reading_bound import column_slopes, f1_gap_bounds
 
 #: half-width of the box around the last estimate, relative to each class's share, in which the
 #: curvature bound holds
@@ -80,6 +81,7 @@ class _Snapshot:
         pseudo: np.ndarray,
         weighted: np.ndarray,
         matrices: np.ndarray,
+        rules: np.ndarray,
         buffers: tuple[np.ndarray, np.ndarray],
     ) -> None:
         n_classes, size = weighted.shape
@@ -109,6 +111,9 @@ class _Snapshot:
             self.curvature = float(np.linalg.eigvalsh(curvature)[0])
         self.slope_sum = scaled.sum(axis=1)
         self.matrices = matrices.copy()
+        #: two classes: each rule's column's d(class-1 mass) / d logit(q), (2, 2), kept like
+        #: the matrices (for :func:`~adaptable.core.reading_bound.f1_gap_bounds`)
+        self.mass_slopes = column_slopes(weighted, rules) if n_classes == 2 else None
         self._classes = np.arange(n_classes, dtype=np.intp)
         self.replaced = np.zeros(size, dtype=bool)
         self.removed = 0.0  # sum of norms of the rows kept then and replaced since
@@ -139,9 +144,18 @@ class _Snapshot:
         scaled = self.slopes(weighted)
         self.slope_sum += scaled.sum(axis=1) - self.scaled[:, changed].sum(axis=1)
         # the new rows' terms in, the old ones out: one product (C, 2k) @ (2, 2k, C)
-        signed = np.concatenate([weighted, -self.weighted[:, changed]], axis=1)
+        old = self.weighted[:, changed]
+        signed = np.concatenate([weighted, -old], axis=1)
         rules = np.concatenate([new_rules, old_rules], axis=1)
-        self.matrices += signed @ (rules[:, :, None] == self._classes)
+        if self.mass_slopes is None:
+            self.matrices += signed @ (rules[:, :, None] == self._classes)
+        else:  # with a third row: the rows' pi (1 - pi), for the columns' slopes
+            spreads = np.concatenate([weighted[0] * weighted[1], -(old[0] * old[1])])
+            terms = np.concatenate([signed, spreads[None, :]]) @ (
+                rules[:, :, None] == self._classes
+            )
+            self.matrices += terms[:, :2]
+            self.mass_slopes += terms[:, 2]
         self.scaled[:, changed], self.weighted[:, changed] = scaled, weighted
         kept = changed[changed < self.size] if changed[-1] >= self.size else changed
         first = kept[~self.replaced[kept]]
@@ -282,7 +296,7 @@ class LabelShiftReading:
                     np.zeros((n_classes, estimate.capacity)),
                 )
             self._snapshot = _Snapshot(
-                estimate, self._prior, self._pseudo, weighted, matrices, self._buffers
+                estimate, self._prior, self._pseudo, weighted, matrices, rules, self._buffers
             )
         return bool(balanced_score >= source_score)
 
@@ -316,6 +330,16 @@ class LabelShiftReading:
             actual = matrices.sum(axis=-1).ravel().tolist()
         if any(0 < total < 1e-6 for total in actual):  # a class about to vanish: read in full
             return None
+        if snapshot.mass_slopes is not None and self.objective == "macro_f1":
+            # first order in the estimate's move (module reading_bound); the cell-by-cell
+            # bound below where it proves nothing
+            gap_low, gap_high = f1_gap_bounds(
+                np.maximum(matrices, 0.0), snapshot.mass_slopes, math.log(factor)
+            )
+            if gap_low > SCORE_SLACK:
+                return True
+            if gap_high < -SCORE_SLACK:
+                return False
         low, high = score_bounds(np.maximum(matrices, 0.0), self.objective, factor)
         if low[1] - high[0] > SCORE_SLACK:
             return True
