@@ -205,15 +205,18 @@ class DriftLog:
         posteriors = np.concatenate([p[1] for p in pending]).astype(np.float64, copy=False)
         source = np.concatenate([p[2] for p in pending]).argmax(axis=1)
         adapter = np.concatenate([p[3] for p in pending])
-        classes = np.arange(c)
-        # (rows, 2, C): the one-hot decisions of argmax and of the adapter side by side
-        decided = np.stack([source[:, None] == classes, adapter[:, None] == classes], axis=1)
-        cells = posteriors[:, None, :, None] * decided[:, :, None, :]  # (rows, 2, C, C)
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         nonempty = np.asarray(sizes) > 0
         sums = np.zeros((len(pending), 2, c, c))
         if nonempty.any():
-            sums[nonempty] = np.add.reduceat(cells, starts[nonempty], axis=0)
+            starts = starts[nonempty]
+            # column k of rule r: each batch's sum of the posteriors of the rows r predicts k
+            # (one segmented sum over the rows per column: fewer, larger numpy calls than a
+            # product per batch)
+            for rule, predicted in enumerate((source, adapter)):
+                for k in range(c):
+                    rows = posteriors * (predicted == k)[:, None]
+                    sums[nonempty, rule, :, k] = np.add.reduceat(rows, starts, axis=0)
         for index, matrices in zip(indices, sums, strict=True):
             self._batches[index].expected = matrices
 

@@ -13,6 +13,7 @@ reads the decider's public state (``prior_estimate``, ``source_prior_``, ``objec
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -97,6 +98,8 @@ class LabelledRows:
         # no intervals here: the report computes them for all batches at once
         counts = self.feedback.reservoir.counts
         if self.feedback.n_labelled == 0:
+            if worth == 0.0:
+                return _knowing_nothing(len(estimate.prior))
             # combine_prior without labels, without its checks (this runs on every batch)
             alpha = worth * estimate.prior + JEFFREYS
             nan = np.full(len(alpha), np.nan)
@@ -246,3 +249,15 @@ class LabelledRows:
                 part.restore(arrays)
             except (ValueError, KeyError, UnicodeDecodeError) as err:
                 raise reader.error(name, str(err)) from err
+
+
+@functools.lru_cache(maxsize=8)
+def _knowing_nothing(n_classes: int) -> PriorPosterior:
+    """The target label distribution without labels or a usable unlabelled estimate: Jeffreys'
+    prior alone (uniform), no interval; one read-only object per class count, as every
+    batch of a covariate-shifted stream asks for it."""
+    mean = np.full(n_classes, JEFFREYS) / (JEFFREYS * n_classes)
+    nan = np.full(n_classes, np.nan)
+    for array in (mean, nan):
+        array.flags.writeable = False
+    return PriorPosterior(mean, nan, nan, 0.0, 0.0, True)
