@@ -131,15 +131,16 @@ class _Snapshot:
 
     def update(
         self,
-        estimate: OnlinePriorEstimate,
+        columns: np.ndarray,
         changed: np.ndarray,
         old_rules: np.ndarray,
         new_rules: np.ndarray,
     ) -> None:
-        """Replace the terms of the ``changed`` slots (their rules before and after)."""
+        """Replace the terms of the ``changed`` slots (their posteriors now, class-major
+        (C, k), and their rules before and after)."""
         if not changed.size:
             return
-        weighted = estimate.reservoir_by_class[:, changed] * self.ratio[:, None]
+        weighted = columns * self.ratio[:, None]
         weighted /= weighted.sum(axis=0)
         scaled = self.slopes(weighted)
         self.slope_sum += scaled.sum(axis=1) - self.scaled[:, changed].sum(axis=1)
@@ -251,8 +252,9 @@ class LabelShiftReading:
             self._refresh_rules(posteriors[:, changed], changed)
             return
         old_rules = self._rules[:, changed]
-        new_rules = self._refresh_rules(posteriors[:, changed], changed)
-        self._snapshot.update(estimate, changed, old_rules, new_rules)
+        columns = posteriors[:, changed]
+        new_rules = self._refresh_rules(columns, changed)
+        self._snapshot.update(columns, changed, old_rules, new_rules)
 
     def _refresh_rules(self, columns: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """Both rules' predictions of the given slots' rows (C, k), stored and returned: the
