@@ -34,7 +34,11 @@ the concave objective whose maximiser is the reading's estimate):
    current reservoir are the last ones plus the changed rows' terms (O(changed rows)); the
    scores' ranges under cells scaled by [1 / kappa, kappa] are
    :func:`~adaptable.core.decision.score_bounds`. Where the balanced rule's range lies wholly
-   above argmax's (or wholly below), the full reading would give that answer.
+   above argmax's (or wholly below), the full reading would give that answer. For two classes
+   and macro-F1 a tighter range comes first: the gap between the two rules' scores to first
+   order in the move of logit(q), from each column's slope kept like the matrices
+   (:mod:`adaptable.core.reading_bound`); scaling every cell alone loses that the two rules
+   share most of their rows, so it misses margins that are small beside the move.
 
 The answer is therefore the one the full reading gives whenever the full reading's Newton ends
 within ``NEWTON_SLACK`` of the maximiser (a snapshot is kept only after a Newton run that
