@@ -443,3 +443,68 @@ def test_three_classes_where_the_labels_call_for_a_corrected_rule() -> None:
     assert score(confusion(labels[300:], later, 3), "macro_f1") > score(
         confusion(labels[300:], before, 3), "macro_f1"
     )
+
+
+# ---------------------------------------------------------------------- stream evidence
+def test_stream_rows_count_as_their_expected_confusion_by_hand() -> None:
+    # no labelled rows: the stream rows alone, each split into its classes by its posteriors
+    posteriors = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
+    predictions = np.array([[0, 1, 0], [0, 0, 0]])
+    found = compare_rules(
+        np.zeros((2, 0)),
+        np.zeros(0, dtype=int),
+        2,
+        "accuracy",
+        stream_predictions=predictions,
+        stream_posteriors=posteriors,
+        stream_worth=30.0,
+    )
+    # expected accuracy: (0.9 + 0.8 + 0.6) / 3 for rule 0, (0.9 + 0.2 + 0.6) / 3 for rule 1
+    assert found.scores == pytest.approx([2.3 / 3, 1.7 / 3])
+    assert found.stream_worth == 30.0 and found.n_labelled == 0.0
+
+
+def _threshold_stream(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Calibrated two-class posteriors where the minority class 1 is often likely but rarely
+    the argmax: log-posteriors, posteriors and labels drawn from them (4000 rows)."""
+    rng = np.random.default_rng(seed)
+    p1 = rng.beta(1.0, 3.0, 4000)
+    posteriors = np.column_stack([1 - p1, p1])
+    return np.log(posteriors), posteriors, (rng.random(4000) < p1).astype(int)
+
+
+THRESHOLD_RULES = [ScoreRule("argmax", np.zeros(2)), ScoreRule("threshold", np.log([0.3, 0.7]))]
+
+
+def _chosen_on_20_labels(seed: int, stream_worth: float) -> str:
+    scores, posteriors, labels = _threshold_stream(seed)
+    feedback = LabelledFeedback(np.array([0.75, 0.25]), "macro_f1", heldout_worth=0.0,
+                                stream_worth=stream_worth, evidence=0.9, seed=0)  # fmt: skip
+    feedback.add(scores[:20], labels[:20])
+    stream = (scores[1000:1512], posteriors[1000:1512])
+    return feedback.decide(THRESHOLD_RULES, 0, stream=stream).rule.name
+
+
+def test_stream_evidence_settles_what_a_few_labels_cannot_and_is_dropped_when_refuted() -> None:
+    """20 labelled rows rarely tell argmax from a rule that lowers class 1's threshold; the
+    stream's (calibrated) posteriors can. Labels that contradict the posteriors drop them."""
+    scores, posteriors, labels = _threshold_stream(0)
+    gain = [score(confusion(labels, r.predict(scores), 2), "macro_f1") for r in THRESHOLD_RULES]
+    assert gain[1] - gain[0] > 0.02  # the threshold rule is the better one
+    alone = [_chosen_on_20_labels(seed, 0.0) for seed in range(20)]
+    pooled = [_chosen_on_20_labels(seed, 1000.0) for seed in range(20)]
+    assert alone.count("threshold") <= 10  # 7 of 20 samples of labels are enough alone
+    assert pooled.count("threshold") >= 16  # 18 of 20 with the stream's evidence
+    # labels that say class 1 never occurs refute the stream's posteriors: left out
+    stream = (scores[1000:1512], posteriors[1000:1512])
+    never = np.zeros(400, dtype=int)
+    for correction_rows, kept in ((10_000, False), (30, True)):
+        feedback = LabelledFeedback(np.array([0.75, 0.25]), "macro_f1", heldout_worth=0.0,
+                                    stream_worth=1000.0, correction_rows=correction_rows,
+                                    seed=0)  # fmt: skip
+        feedback.add(scores[:400], never)
+        decision = feedback.decide(THRESHOLD_RULES, 0, stream=stream)
+        # with a score correction the stream rows are read through it, which agrees with the
+        # labels: they stay, and the corrected rule (class 1 all but never) wins
+        assert (decision.comparison.stream_worth == 1000.0) == kept
+        assert decision.rule.name == ("corrected" if kept else "argmax")

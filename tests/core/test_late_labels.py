@@ -14,6 +14,7 @@ from sklearn.linear_model import LogisticRegression
 from adaptable import AdapTable
 from adaptable.core.decision import confusion, plugin_weights, score
 from adaptable.core.drift_report import DriftLog
+from adaptable.core.recommended_labelled import LabelledRows
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "feedback_synthetic.py"
 BATCH = 64
@@ -80,6 +81,25 @@ def test_concept_shift_feedback_recovers_half_the_gap_to_a_refitted_model(shifts
     whole = _macro_f1(y, with_labels)
     assert whole > _macro_f1(y, source) and whole > _macro_f1(y, unlabelled) + 0.2
     assert method.report()["rule"].iloc[-1].startswith("feedback:")
+
+
+def test_the_first_labels_act_with_the_streams_evidence(shifts, monkeypatch) -> None:
+    """No shift, a 3:1 source, macro-F1: a lower class-1 threshold beats argmax, which the
+    stream's posteriors say and a dozen labels alone cannot. Labels arrive from batch 11
+    (10 batches late, 5 %): by batch 16 the adapter has left argmax; without the stream's
+    evidence (worth 0) the same labels keep it."""
+    stream = shifts.make_stream("none", 20 * BATCH, seed=0)
+    default = dict(LabelledRows.FEEDBACK_SETTINGS)
+    assert default["stream_worth"] > 0
+    rules = {}
+    for worth in (default["stream_worth"], 0.0):
+        settings = dict(default, stream_worth=worth)
+        monkeypatch.setattr(LabelledRows, "FEEDBACK_SETTINGS", settings)
+        method, _ = _fitted(stream)
+        _run(method, stream, share=0.05, delay=10, batches=20)
+        rules[worth] = method.report()["rule"].iloc[16]
+    assert rules[0.0] == "feedback:argmax"
+    assert rules[default["stream_worth"]] != "feedback:argmax"
 
 
 def test_label_shift_labels_bring_the_prior_estimate_within_003(shifts) -> None:

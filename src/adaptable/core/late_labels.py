@@ -30,7 +30,8 @@ class LateLabels:
         between two batches; they must come from the labels of :meth:`fit` (``classes_``).
         They change the decisions of the batches that come *after* this call (never the
         predictions already made): the rule is chosen on the labelled rows together with the
-        held-out source rows, the target label distribution combines the labelled counts with
+        held-out source rows and the stream's posteriors (each kept while the labels do not
+        refute it), the target label distribution combines the labelled counts with
         the unlabelled estimate, and with enough labels a correction of the model's scores is
         considered. Without any call the adapter is exactly the unlabelled default.
 

@@ -48,16 +48,19 @@ class LabelledRows:
     drift_log: DriftLog
 
     #: the labelled-rows settings (see :class:`~adaptable.core.feedback.LabelledFeedback`):
-    #: what the held-out rows are worth in labelled rows, the share of bootstrap draws a rule
-    #: must win to replace the incumbent, labelled rows before labels change a decision and
-    #: before a score correction is fitted, and labelled rows kept. Evidence and the two
-    #: minimums are set on the development benchmark (docs/results/feedback.md): a few dozen
-    #: labels let noise switch the rule among the five candidates.
+    #: what the held-out rows and the stream's posteriors are worth in labelled rows, the
+    #: share of bootstrap draws a rule must win to replace the incumbent, labelled rows before
+    #: labels change a decision and before a score correction is fitted, and labelled rows
+    #: kept. Set on the development benchmark (docs/results/feedback.md): labels alone are
+    #: too few to tell the rules apart for many batches (a few dozen let noise switch among
+    #: the candidates), while the stream's posteriors, which the first labels can already
+    #: refute, tell them apart at once; so the labels act from the first few, through them.
     FEEDBACK_SETTINGS: ClassVar[dict[str, float]] = {
         "heldout_worth": 100.0,
+        "stream_worth": 1000.0,
         "evidence": 0.9,
-        "min_labelled": 50,
-        "correction_rows": 100,
+        "min_labelled": 10,
+        "correction_rows": 40,
         "capacity": 2048,
     }
     #: stream posteriors the unlabelled estimate's worth (its interval) is computed from: a
@@ -71,6 +74,7 @@ class LabelledRows:
             self.objective,
             capacity=int(settings["capacity"]),
             heldout_worth=settings["heldout_worth"],
+            stream_worth=settings["stream_worth"],
             evidence=settings["evidence"],
             min_labelled=int(settings["min_labelled"]),
             correction_rows=int(settings["correction_rows"]),
@@ -137,7 +141,9 @@ class LabelledRows:
         post = self._unlabelled_prior(moment_accepts)
         feedback = self.feedback
         if feedback.n_labelled >= feedback.min_labelled:
-            decision = self._labelled_decision(decision, model_proba, label_shift, weights, post)
+            decision = self._labelled_decision(
+                decision, model_proba, label_shift, weights, post, moment_accepts
+            )
         self._record(batch, decision, model_proba, post, moment_accepts)
         return decision
 
@@ -148,10 +154,13 @@ class LabelledRows:
         label_shift: bool,
         weights: np.ndarray | None,
         post: PriorPosterior,
+        moment_accepts: bool,
     ) -> Decision:
         """The rule the labelled rows choose among argmax, the balanced rule, label-shift
         correction at the combined prior, the plug-in rule, today's rule and a fitted score
-        correction. Where they keep today's rule its output is returned as it was."""
+        correction, judged on the labelled rows, the held-out rows and the stream's posteriors
+        (:meth:`_stream_evidence`). Where they keep today's rule its output is returned as it
+        was."""
         source, estimate = self.source_prior_, self.prior_estimate
         unlabelled, target = estimate.prior, post.mean
         reservoir = estimate.reservoir
@@ -177,6 +186,7 @@ class LabelledRows:
             # (where the labels dropped a misled unlabelled estimate, at theirs alone)
             base_offset=np.log(target / source) if label_shift else no_shift,
             decide_on=floored_log(reservoir),
+            stream=self._stream_evidence(reservoir, target, moment_accepts),
         )
         proba = decision.proba
         if chosen.index != anchor:
@@ -184,6 +194,19 @@ class LabelledRows:
         return dataclasses.replace(
             decision, proba=proba, target_prior=target, rule=f"feedback:{chosen.rule.name}"
         )
+
+    def _stream_evidence(
+        self, reservoir: np.ndarray, target: np.ndarray, moment_accepts: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """A fixed-size, evenly spaced sample of the stream's kept posteriors as the rules read
+        them, and the posteriors the adapter believes for those rows: re-weighted to the
+        target prior while the moment test accepts pure label shift, the model's own
+        otherwise (as the report's estimates)."""
+        sample = reservoir[:: max(1, len(reservoir) // self.WORTH_ROWS)]
+        believed = sample
+        if moment_accepts:
+            believed = self.prior_estimate.target_posteriors(sample, target)
+        return floored_log(sample), believed
 
     def _record(
         self,

@@ -74,6 +74,10 @@ class LabelledFeedback:
         capacity: labelled rows kept (a uniform reservoir beyond that).
         heldout_worth: rows the held-out evidence counts as (a fixed pseudo-count: its share
             of the evidence falls as m / (m + n) with n labelled rows).
+        stream_worth: rows the unlabelled stream's evidence counts as, where :meth:`decide`
+            is given stream rows (their expected confusion under the posteriors the decider
+            believes; a fixed pseudo-count as the held-out rows', kept only while the labelled
+            rows do not refute it); 0 leaves it out.
         evidence: share of bootstrap draws a rule must win to replace the incumbent.
         min_labelled: labelled rows before the labels change any decision.
         correction_rows: labelled rows before a score correction is fitted and considered.
@@ -89,6 +93,7 @@ class LabelledFeedback:
         *,
         capacity: int = 2048,
         heldout_worth: float = 100.0,
+        stream_worth: float = 0.0,
         evidence: float = 0.8,
         min_labelled: int = 10,
         correction_rows: int = 30,
@@ -99,12 +104,13 @@ class LabelledFeedback:
             raise ValueError(f"objective must be one of {OBJECTIVES}; got {objective!r}.")
         if not 0.5 <= evidence <= 1.0:
             raise ValueError(f"evidence must lie in [0.5, 1]; got {evidence!r}")
-        if heldout_worth < 0 or refit_growth < 1.0:
-            raise ValueError("heldout_worth must be >= 0 and refit_growth >= 1.")
+        if heldout_worth < 0 or stream_worth < 0 or refit_growth < 1.0:
+            raise ValueError("heldout_worth, stream_worth must be >= 0 and refit_growth >= 1.")
         self.source_prior = np.asarray(source_prior, dtype=np.float64)
         self.n_classes = len(self.source_prior)
         self.objective = objective
         self.heldout_worth = float(heldout_worth)
+        self.stream_worth = float(stream_worth)
         self.evidence = float(evidence)
         self.min_labelled = int(min_labelled)
         self.correction_rows = max(int(correction_rows), 5)
@@ -197,6 +203,7 @@ class LabelledFeedback:
         target_prior: np.ndarray | None = None,
         base_offset: np.ndarray | None = None,
         decide_on: np.ndarray | None = None,
+        stream: tuple[np.ndarray, np.ndarray] | None = None,
         safe: int = 0,
     ) -> FeedbackDecision:
         """The rule for the next batch.
@@ -209,6 +216,10 @@ class LabelledFeedback:
             target_prior: the target label distribution the held-out rows are moved to (e.g.
                 :meth:`prior`'s mean); ``None``: their own class mix.
             base_offset, decide_on: for the score correction (see :meth:`correction`).
+            stream: unlabelled stream rows as evidence worth ``stream_worth`` rows: their
+                log-posteriors as the rules read them (m, C), and the posteriors the decider
+                believes for them (m, C), replaced by the score correction's once one is
+                fitted; ``None`` leaves them out.
             safe: index of the model's argmax among ``rules``.
 
         Returns:
@@ -225,6 +236,15 @@ class LabelledFeedback:
             rules = (*rules, correction.rule)
             labelled.append(self._correction_decisions(correction))
             heldout.append(correction.rule.predict(self._heldout_scores))
+        stream_predictions = stream_posteriors = None
+        if stream is not None and self.stream_worth > 0:
+            stream_scores, stream_posteriors = stream
+            if correction is not None:
+                # the labels' own reading of the stream rows once they support a correction
+                # (where p(y|x) moved the unlabelled reading speaks for the wrong rule)
+                corrected = ScoreRule("corrected", correction.calibration_offset, correction.scale)
+                stream_posteriors = corrected.proba(stream_scores)
+            stream_predictions = np.stack([rule.predict(stream_scores) for rule in rules])
         comparison = compare_rules(
             np.stack(labelled),
             store.labels,
@@ -235,6 +255,9 @@ class LabelledFeedback:
             heldout_labels=self._heldout_labels,
             heldout_worth=self.heldout_worth,
             target_prior=target_prior,
+            stream_predictions=stream_predictions,
+            stream_posteriors=stream_posteriors,
+            stream_worth=self.stream_worth,
             seed=self.seed + store.n_seen,
         )
         # Once the labels have chosen, their last choice is the incumbent: a rule changes only

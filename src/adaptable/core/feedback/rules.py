@@ -5,22 +5,28 @@ offset_y) (:class:`ScoreRule`): argmax is (1, 0), the balanced rule argmax p / p
 -log p_s), label-shift correction with plug-in weights v under p_t is (1, log(p_t / p_s) +
 log v), and a score correction fitted on labelled rows (:mod:`.correction`) has its own scale.
 
-:func:`compare_rules` estimates each rule's objective from two kinds of evidence:
+:func:`compare_rules` estimates each rule's objective from up to three kinds of evidence:
 
 - the labelled target rows (a uniform sample of the stream's labels, each standing for
   ``row_weight`` rows): unbiased for the target, but few;
 - the held-out source rows, with their class mix moved to the target's estimated one (each
   row weighted by p_t(y) / p_h(y), p_h the held-out class frequencies: the target's confusion
   matrix wherever p(x|y) did not move), worth ``heldout_worth`` rows together: plentiful, but
-  biased wherever p(x|y) moved.
+  biased wherever p(x|y) moved;
+- unlabelled stream rows with the posteriors the adapter believes for them (each row counts as
+  p(y) of a row of class y: the expected confusion under those posteriors), worth
+  ``stream_worth`` rows together: they speak for the target's rows, but only as far as the
+  posteriors are calibrated for it.
 
-The held-out rows act as a prior worth a fixed number of rows, so their share of the evidence
-falls as m / (m + n) with n labelled rows. Uncertainty comes from a Bayesian bootstrap: the
-labelled rows get Exp(1) weights, the held-out rows Gamma weights whose total varies like that
-of ``heldout_worth`` rows (not like that of the many rows they are), so that both kinds count
-as much as they are worth. Where the two kinds disagree on how the rules compare beyond what
-their spreads allow, the held-out rows are left out (a shift that moved p(x|y) makes them
-speak for a distribution the stream no longer follows). The draws are taken per distinct (label, decisions) pattern, so a
+The held-out and the stream rows act as priors worth a fixed number of rows, so their share
+of the evidence falls as m / (m + n) with n labelled rows. Uncertainty comes from a Bayesian
+bootstrap: the labelled rows get Exp(1) weights, the held-out and stream rows Gamma weights
+whose total varies like that of the rows they are worth (not like that of the many rows they
+are), so that each kind counts as much as it is worth. Where the held-out (or the stream)
+rows disagree with the labelled ones on how the rules compare beyond what their spreads
+allow, they are left out (a shift that moved p(x|y) makes the held-out rows speak for a
+distribution the stream no longer follows; posteriors the labels refute are not the
+target's). The draws are taken per distinct (label, decisions) pattern, so a
 comparison costs O(rows) once and O(patterns) per draw. :func:`choose_rule` then keeps the anchor (the unlabelled decision)
 unless the labelled evidence says otherwise; see there.
 
@@ -86,6 +92,8 @@ class RuleComparison:
         n_labelled: labelled rows the evidence stood for.
         heldout_worth: rows the held-out evidence counted as (0 where it was left out).
         compatible: whether the held-out rows agreed with the labelled ones.
+        stream_worth: rows the stream evidence counted as (0 where it was left out or
+            not given).
     """
 
     scores: np.ndarray
@@ -93,6 +101,7 @@ class RuleComparison:
     n_labelled: float
     heldout_worth: float
     compatible: bool = True
+    stream_worth: float = 0.0
 
     def probability_better(self, rule: int, than: int) -> float:
         """Share of draws on which ``rule`` scored strictly higher than ``than``."""
@@ -112,6 +121,9 @@ def compare_rules(
     heldout_labels: np.ndarray | None = None,
     heldout_worth: float = 0.0,
     target_prior: np.ndarray | None = None,
+    stream_predictions: np.ndarray | None = None,
+    stream_posteriors: np.ndarray | None = None,
+    stream_worth: float = 0.0,
     compatibility_level: float = 0.05,
     seed: int = 0,
 ) -> RuleComparison:
@@ -130,9 +142,15 @@ def compare_rules(
         heldout_worth: rows the held-out evidence counts as in all (0: left out).
         target_prior: the target label distribution the held-out rows are moved to, (C,);
             ``None`` keeps their own class mix.
-        compatibility_level: where the labelled rows and the held-out rows disagree on how
-            some rule compares with rule 0 at this level, the held-out rows are left out
-            (they no longer speak for the target).
+        stream_predictions: each rule's decisions on unlabelled stream rows, (R, m), or
+            ``None``.
+        stream_posteriors: what the adapter believes those rows' labels to be, (m, C): each
+            row counts as ``p(y)`` of a row of each class y (the expected confusion under the
+            posteriors).
+        stream_worth: rows the stream evidence counts as in all (0: left out).
+        compatibility_level: where the labelled rows and the held-out (or the stream) rows
+            disagree on how some rule compares with rule 0 at this level, those rows are left
+            out (they no longer speak for the target).
         seed: seeds the bootstrap.
 
     Returns:
@@ -170,14 +188,29 @@ def compare_rules(
         blocks.append((patterns, counts * row, draws))
     else:
         heldout_worth = 0.0
+    # which evidence each block is: "labelled", "heldout", "stream"
+    kinds = ["labelled"] * bool(len(labels)) + ["heldout"] * (len(blocks) - bool(len(labels)))
+    if stream_predictions is not None and stream_posteriors is not None and stream_worth > 0:
+        predictions = np.atleast_2d(stream_predictions)
+        blocks.append(_soft_block(predictions, stream_posteriors, stream_worth, rng))
+        kinds.append("stream")
+    else:
+        stream_worth = 0.0
     if not blocks:
         return RuleComparison(np.zeros(n_rules), np.zeros((0, n_rules)), 0.0, 0.0, True)
     matrices = [_block_matrices(block, n_classes, n_rules) for block in blocks]
     compatible = True
-    if len(matrices) == 2 and len(labels):
-        compatible = _compatible(matrices[0][1], matrices[1][1], objective, compatibility_level)
-        if not compatible:
-            matrices, heldout_worth = matrices[:1], 0.0
+    if kinds[0] == "labelled":
+        # each other kind of evidence is kept only where the labelled rows do not refute it
+        keep = [True] + [
+            _compatible(matrices[0][1], m[1], objective, compatibility_level) for m in matrices[1:]
+        ]
+        compatible = all(k for k, kind in zip(keep, kinds, strict=True) if kind == "heldout")
+        heldout_worth = heldout_worth if compatible else 0.0
+        stream_worth = (
+            stream_worth if all(keep[i] for i, k in enumerate(kinds) if k == "stream") else 0.0
+        )
+        matrices = [m for m, k in zip(matrices, keep, strict=True) if k]
     point_matrices = sum(m[0] for m in matrices)
     draw_matrices = sum(m[1] for m in matrices)
     return RuleComparison(
@@ -186,7 +219,38 @@ def compare_rules(
         float(len(labels) * row_weight),
         float(heldout_worth),
         compatible,
+        float(stream_worth),
     )
+
+
+def _soft_block(
+    predictions: np.ndarray, posteriors: np.ndarray, worth: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Unlabelled rows as evidence: each row split into one row per class y, of weight
+    p(y), together worth ``worth`` rows (Gamma draw weights, as the held-out rows').
+
+    Rows the rules decide alike share a pattern: the rows are grouped by their decisions
+    first (one integer per row), then split by class, so the cost is O(rows x rules)."""
+    posteriors = np.asarray(posteriors, dtype=np.float64)
+    n_rows, n_classes = posteriors.shape
+    predictions = np.asarray(predictions, dtype=np.int64)
+    try:
+        codes = np.ravel_multi_index(tuple(predictions), (n_classes,) * len(predictions))
+        decided, inverse = np.unique(codes, return_inverse=True)
+        decisions = np.stack(np.unravel_index(decided, (n_classes,) * len(predictions)), 1)
+    except ValueError:  # too many (classes, rules) for one integer per row
+        decisions, inverse = np.unique(predictions.T, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    # mass[g, y]: the posterior mass of class y over the rows of decision pattern g
+    mass = np.stack(
+        [np.bincount(inverse, posteriors[:, y], len(decisions)) for y in range(n_classes)], 1
+    )
+    group, label = np.nonzero(mass > 0)
+    patterns = np.column_stack([label, decisions[group]])
+    shape = worth / n_rows
+    point = mass[group, label] * shape
+    draws = rng.gamma(point, 1.0, size=(N_DRAWS, len(point)))
+    return patterns, point, draws
 
 
 def _block_matrices(block, n_classes: int, n_rules: int) -> tuple[np.ndarray, np.ndarray]:
