@@ -508,3 +508,50 @@ def test_stream_evidence_settles_what_a_few_labels_cannot_and_is_dropped_when_re
         # labels: they stay, and the corrected rule (class 1 all but never) wins
         assert (decision.comparison.stream_worth == 1000.0) == kept
         assert decision.rule.name == ("corrected" if kept else "argmax")
+
+
+def _chosen_with_labels(
+    labels: np.ndarray, seed: int, *, with_stream: bool, alone: int | None, anchor: int = 0
+) -> tuple[str, float]:
+    """The rule and the stream evidence's worth after ``labels`` on the threshold stream's
+    first rows (min_labelled 10, labels alone from ``alone`` rows)."""
+    scores, posteriors, _ = _threshold_stream(seed)
+    feedback = LabelledFeedback(np.array([0.75, 0.25]), "macro_f1", heldout_worth=0.0,
+                                stream_worth=1000.0, evidence=0.9, min_labelled=10,
+                                min_labelled_alone=alone, correction_rows=10_000,
+                                seed=0)  # fmt: skip
+    feedback.add(scores[: len(labels)], labels)
+    stream = (scores[1000:1512], posteriors[1000:1512]) if with_stream else None
+    decision = feedback.decide(THRESHOLD_RULES, anchor, stream=stream)
+    worth = 0.0 if decision.comparison is None else decision.comparison.stream_worth
+    return decision.rule.name, worth
+
+
+def test_labels_the_stream_does_not_back_wait_for_min_labelled_alone() -> None:
+    """20 labels alone switch argmax to the threshold rule on a third of the samples (noise:
+    see the test above); held to ``min_labelled_alone`` they change nothing, while with the
+    stream's posteriors behind them they act from ``min_labelled``."""
+    first_20 = {seed: _threshold_stream(seed)[2][:20] for seed in range(20)}
+
+    def count(with_stream: bool, alone: int | None) -> int:
+        chosen = [_chosen_with_labels(y, s, with_stream=with_stream, alone=alone)[0]
+                  for s, y in first_20.items()]  # fmt: skip
+        return chosen.count("threshold")
+
+    assert count(with_stream=False, alone=None) >= 3
+    assert count(with_stream=False, alone=50) == 0
+    assert count(with_stream=True, alone=50) >= 16
+    # 30 labels that say class 1 never occurs refute the stream's posteriors: the labels are
+    # then alone, and below 50 rows they do not move the threshold rule the anchor chose
+    never = np.zeros(30, dtype=int)
+    assert _chosen_with_labels(never, 0, with_stream=True, alone=None, anchor=1) == (
+        "argmax",
+        0.0,
+    )
+    assert _chosen_with_labels(never, 0, with_stream=True, alone=50, anchor=1) == (
+        "threshold",
+        0.0,
+    )
+    # from 50 labelled rows on they act by themselves
+    never = np.zeros(60, dtype=int)
+    assert _chosen_with_labels(never, 0, with_stream=True, alone=50, anchor=1)[0] == "argmax"

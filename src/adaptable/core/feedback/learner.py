@@ -80,6 +80,10 @@ class LabelledFeedback:
             rows do not refute it); 0 leaves it out.
         evidence: share of bootstrap draws a rule must win to replace the incumbent.
         min_labelled: labelled rows before the labels change any decision.
+        min_labelled_alone: labelled rows before the labels change a decision where no stream
+            evidence backs them (none given, or the labels refuted it); ``None``: as
+            ``min_labelled``. A few labels tell the rules apart only through the stream's
+            posteriors; by themselves their bootstrap is too narrow to trust.
         correction_rows: labelled rows before a score correction is fitted and considered.
         refit_growth: the correction is refitted once the labelled rows have grown by this
             factor since the last fit (so refits cost O(log n) fits over a stream).
@@ -96,6 +100,7 @@ class LabelledFeedback:
         stream_worth: float = 0.0,
         evidence: float = 0.8,
         min_labelled: int = 10,
+        min_labelled_alone: int | None = None,
         correction_rows: int = 30,
         refit_growth: float = 1.1,
         seed: int = 0,
@@ -113,6 +118,8 @@ class LabelledFeedback:
         self.stream_worth = float(stream_worth)
         self.evidence = float(evidence)
         self.min_labelled = int(min_labelled)
+        alone = self.min_labelled if min_labelled_alone is None else int(min_labelled_alone)
+        self.min_labelled_alone = max(self.min_labelled, alone)
         self.correction_rows = max(int(correction_rows), 5)
         self.refit_growth = float(refit_growth)
         self.seed = int(seed)
@@ -264,8 +271,13 @@ class LabelledFeedback:
         # where the evidence says so, not whenever the draws wobble around a threshold.
         names = [rule.name for rule in rules]
         incumbent = names.index(self._last_rule) if self._last_rule in names else anchor
+        alone = comparison.stream_worth == 0.0
         index = choose_rule(
-            comparison, incumbent, safe=safe, evidence=self.evidence, min_labelled=self.min_labelled
+            comparison,
+            incumbent,
+            safe=safe,
+            evidence=self.evidence,
+            min_labelled=self.min_labelled_alone if alone else self.min_labelled,
         )
         self._last_rule = names[index]
         return FeedbackDecision(rules[index], index, rules, comparison)
