@@ -15,7 +15,9 @@ re-presented by value cannot be told apart from other rows with the same feature
 
 Memory: a fixed number of numbers per batch (the matrices are C x C), plus the adapter's
 predicted class codes of the last ``prediction_rows`` rows (older rows' labels still teach the
-adapter, but are not scored; :attr:`DriftLog.unscored` counts them).
+adapter, but are not scored; :attr:`DriftLog.unscored` counts them), plus the posteriors of
+the batches whose expected matrices are not yet computed (fewer than ``PENDING_ROWS`` rows
+and one batch: they are computed together, and whenever the report is read or saved).
 
 :meth:`DriftLog.frame` returns the report as a pandas DataFrame (see there for the columns).
 
