@@ -309,3 +309,64 @@ def test_drift_log_computes_expected_confusions_from_posteriors_in_bulk(monkeypa
     np.testing.assert_allclose(settled, np.stack(wanted), rtol=1e-12, atol=1e-15)
     with pytest.raises(ValueError, match="expected, or posteriors"):
         log.record(rows=1, predictions=np.zeros(1), rule="x", target_prior=np.ones(3) / 3)
+
+
+def test_labels_by_row_id_alone_use_the_scores_kept_at_prediction(shifts, tmp_path) -> None:
+    """partial_fit(None, y, rows=...) learns exactly what partial_fit_logits learns from the
+    logits the model gave when the rows were predicted, without calling the model; the kept
+    scores survive save / load; rows without kept scores are refused with a clear message."""
+    stream = shifts.make_stream("concept", 20 * BATCH, seed=6)
+    by_id, model = _fitted(stream)
+    by_logits, _ = _fitted(stream)
+    logits = []
+    for t in range(8):
+        batch = stream.x_stream[t * BATCH : (t + 1) * BATCH]
+        by_id.predict(batch)
+        by_logits.predict(batch)
+        logits.append(np.log(model.predict_proba(batch)))
+    logits = np.concatenate(logits)
+    rows = np.arange(0, 8 * BATCH, 2)
+    by_id.partial_fit(None, stream.y_stream[rows], rows=rows)
+    by_logits.partial_fit_logits(logits[rows], stream.y_stream[rows], rows=rows)
+    by_id.save(tmp_path / "kept.safetensors")
+    loaded = AdapTable.load(tmp_path / "kept.safetensors", model=model)
+    more = np.arange(1, 8 * BATCH, 2)[:40]
+    for adapter in (by_id, loaded):
+        adapter.partial_fit(None, stream.y_stream[more], rows=more)
+    by_logits.partial_fit_logits(logits[more], stream.y_stream[more], rows=more)
+    for t in range(8, 14):
+        batch = stream.x_stream[t * BATCH : (t + 1) * BATCH]
+        expected = by_logits.predict_proba(batch)
+        np.testing.assert_array_equal(by_id.predict_proba(batch), expected)
+        np.testing.assert_array_equal(loaded.predict_proba(batch), expected)
+    assert by_id.report()["rule"].tolist() == by_logits.report()["rule"].tolist()
+    with pytest.raises(ValueError, match="needs rows="):
+        by_id.partial_fit(None, stream.y_stream[:3])
+    with pytest.raises(ValueError, match="already predicted"):
+        by_id.partial_fit(None, stream.y_stream[:1], rows=[14 * BATCH])
+
+
+def test_kept_scores_follow_the_kept_predictions_and_the_file() -> None:
+    log = DriftLog(n_classes=2, objective="accuracy", prediction_rows=4)
+    eye = np.eye(2)
+    for t in range(3):  # three batches of 3 rows; the first one's scores are dropped
+        log.record(
+            rows=3,
+            predictions=np.zeros(3),
+            expected=np.stack([eye, eye]),
+            rule="source",
+            target_prior=np.array([0.5, 0.5]),
+            logits=np.arange(6.0).reshape(3, 2) + 10 * t,
+        )
+    np.testing.assert_array_equal(log.kept_logits(np.array([4, 6])), [[12.0, 13.0], [20.0, 21.0]])
+    with pytest.raises(ValueError, match="no longer kept"):
+        log.kept_logits(np.array([1]))
+    restored = DriftLog(n_classes=2, objective="accuracy", prediction_rows=4)
+    restored.restore(log.arrays())
+    np.testing.assert_array_equal(
+        restored.kept_logits(np.array([3, 8])), [[10.0, 11.0], [24.0, 25.0]]
+    )
+    without = {k: v for k, v in log.arrays().items() if k != "logits"}  # an older file
+    restored.restore(without)
+    with pytest.raises(ValueError, match="no longer kept"):
+        restored.kept_logits(np.array([4]))

@@ -111,6 +111,9 @@ class DriftLog:
         self._starts: list[int] = []
         #: predicted codes by batch index, the batches from ``_oldest`` on
         self._predictions: dict[int, np.ndarray] = {}
+        #: the model's logits of the same rows, where the record was given them (labels by
+        #: row id alone are learnt from them)
+        self._logits: dict[int, np.ndarray] = {}
         self._oldest = 0
         self._kept = 0
         self.n_rows = 0
@@ -141,6 +144,7 @@ class DriftLog:
         prior_critical: float = np.nan,
         n_labelled: int = 0,
         labelled_counts: np.ndarray | None = None,
+        logits: np.ndarray | None = None,
     ) -> None:
         """One adapted batch.
 
@@ -161,6 +165,8 @@ class DriftLog:
                 statistics and thresholds (``None``: stored as NaN).
             n_labelled: labelled rows received before the batch.
             labelled_counts: their counts per class, (C,) (copied).
+            logits: the model's logits of the rows, (rows, C) (copied; kept with the
+                predicted codes, for :meth:`kept_logits`).
 
         Raises:
             ValueError: neither ``expected`` nor both ``posteriors`` and ``source_proba``.
@@ -187,6 +193,8 @@ class DriftLog:
             )
         )
         self._starts.append(self.n_rows)
+        if logits is not None:
+            self._logits[index] = np.array(logits, dtype=np.float64)
         self._keep(np.asarray(predictions, dtype=np.int16))
         self.n_rows += rows
         if expected is None:
@@ -228,7 +236,42 @@ class DriftLog:
         self._kept += len(codes)
         while self._kept - len(self._predictions[self._oldest]) >= self.prediction_rows:
             self._kept -= len(self._predictions.pop(self._oldest))
+            self._logits.pop(self._oldest, None)
             self._oldest += 1
+
+    def kept_logits(self, row_ids: np.ndarray) -> np.ndarray:
+        """The model's logits of earlier rows, by row id, as recorded when they were
+        predicted, (n, C).
+
+        Raises:
+            ValueError: an id naming no row predicted so far, or a row whose logits are no
+                longer kept (older than the last ``prediction_rows`` rows, or predicted before
+                a load from a file that did not hold them).
+        """
+        row_ids = np.asarray(row_ids, dtype=np.int64)
+        self._check_ids(row_ids)
+        out = np.empty((len(row_ids), self.n_classes))
+        if not len(row_ids):
+            return out
+        batch = np.searchsorted(np.asarray(self._starts), row_ids, side="right") - 1
+        for index in np.unique(batch).tolist():
+            logits = self._logits.get(index)
+            if logits is None:
+                raise ValueError(
+                    f"adaptable: the scores of rows from {self._starts[index]} on are no longer "
+                    f"kept (the last {self.prediction_rows} rows are); pass the rows' features "
+                    "(partial_fit(X, y, rows=...)) to score them again."
+                )
+            mine = batch == index
+            out[mine] = logits[row_ids[mine] - self._starts[index]]
+        return out
+
+    def _check_ids(self, row_ids: np.ndarray) -> None:
+        if len(row_ids) and (row_ids.min() < 0 or row_ids.max() >= self.n_rows):
+            raise ValueError(
+                f"row ids must name rows already predicted, 0 .. {self.n_rows - 1} since fit / "
+                f"reset; got ids from {row_ids.min()} to {row_ids.max()}."
+            )
 
     def learn(
         self, row_ids: np.ndarray, labels: np.ndarray, source_predictions: np.ndarray
@@ -246,11 +289,7 @@ class DriftLog:
         row_ids = np.asarray(row_ids, dtype=np.int64)
         if len(row_ids) == 0:
             return
-        if row_ids.min() < 0 or row_ids.max() >= self.n_rows:
-            raise ValueError(
-                f"row ids must name rows already predicted, 0 .. {self.n_rows - 1} since fit / "
-                f"reset; got ids from {row_ids.min()} to {row_ids.max()}."
-            )
+        self._check_ids(row_ids)
         batch = np.searchsorted(np.asarray(self._starts), row_ids, side="right") - 1
         labels = np.asarray(labels, dtype=np.int64)
         source_predictions = np.asarray(source_predictions, dtype=np.int64)
@@ -345,6 +384,12 @@ class DriftLog:
         )
         rules = "\n".join(x.rule for x in b).encode()
         codes = list(self._predictions.values())
+        # the kept logits, saved only where every kept batch has them (else none: labels by
+        # row id alone then ask for the rows' features)
+        logits = [self._logits.get(index) for index in self._predictions]
+        kept_logits = (
+            np.concatenate(logits) if logits and all(x is not None for x in logits) else None
+        )
         # NaN marks a value not computed; the file holds 0 there and a mask (checked readers
         # refuse NaN in a saved tensor)
         return {
@@ -356,7 +401,7 @@ class DriftLog:
             "rules": np.frombuffer(rules, dtype=np.uint8).copy(),
             "predictions": np.concatenate(codes).astype(np.int64) if codes else np.zeros(0),
             "counters": np.array([self.n_rows, self.unscored, self._oldest], dtype=np.int64),
-        }
+        } | ({} if kept_logits is None else {"logits": kept_logits})
 
     def restore(self, arrays: dict[str, np.ndarray]) -> None:
         """Inverse of :meth:`arrays` (empty arrays may be missing).
@@ -411,9 +456,16 @@ class DriftLog:
         kept_rows = [x.rows for x in self._batches[oldest:]]
         if not 0 <= oldest <= n or sum(kept_rows) != len(codes):
             raise ValueError("drift report: kept predictions do not match the batches' rows.")
+        logits = arrays.get("logits")
+        if logits is not None:
+            logits = np.asarray(logits, dtype=np.float64)
+            if logits.shape != (len(codes), c) or not np.isfinite(logits).all():
+                raise ValueError("drift report: kept logits must be finite, one row per code.")
         offset = 0
         for index, rows in enumerate(kept_rows, start=oldest):
             self._predictions[index] = codes[offset : offset + rows].astype(np.int16)
+            if logits is not None:
+                self._logits[index] = logits[offset : offset + rows].copy()
             offset += rows
         self._oldest, self._kept = oldest, len(codes)
         self.n_rows, self.unscored = int(counters[0]), int(counters[1])

@@ -36,7 +36,9 @@ class LateLabels:
         considered. Without any call the adapter is exactly the unlabelled default.
 
         Args:
-            X: the rows, as the model takes them (n rows).
+            X: the rows, as the model takes them (n rows); or ``None`` with ``rows``: the
+                labels then go with the model's scores the adapter kept when it predicted
+                those rows (the last 65,536 rows'), and the model is not called again.
             y: their labels, (n,).
             rows: optional ids of the rows: their positions in the stream since fit / reset
                 (the first batch passed to :meth:`predict_proba` holds rows 0 .. n_1 - 1, the
@@ -50,14 +52,27 @@ class LateLabels:
 
         Raises:
             ValueError: the paper preset (it has no use for labels), a label outside
-                ``classes_``, a length mismatch, or an id naming no row predicted so far.
+                ``classes_``, a length mismatch, an id naming no row predicted so far, or
+                ``X=None`` without ``rows`` or for rows whose scores are no longer kept.
 
         Example:
             >>> method.predict(X_batch)              # doctest: +SKIP
             >>> method.partial_fit(X_batch[:3], y_true[:3], rows=[0, 1, 2])  # doctest: +SKIP
+            >>> method.partial_fit(None, y_true[3:5], rows=[3, 4])  # doctest: +SKIP
         """
         self._check_fitted()
         self._check_learns()
+        if X is None:
+            if rows is None:
+                raise ValueError(
+                    "adaptable: partial_fit(None, y) needs rows= (the ids of the predicted "
+                    "rows the labels belong to); otherwise pass the rows' features X."
+                )
+            codes = self._label_codes(y, "y")
+            ids = self._row_ids(rows, codes)
+            if len(codes) == 0:
+                return self
+            return self._learn(self.decider_.kept_logits(ids), codes, ids)
         if self._logit_function is None:
             raise RuntimeError(
                 "This AdapTable was loaded without a model; pass model= to AdapTable.load, or "
@@ -97,15 +112,18 @@ class LateLabels:
             )
 
     def _learn(self, logits: np.ndarray, codes: np.ndarray, rows: Any) -> Self:
-        ids = None
-        if rows is not None:
-            ids = np.asarray(rows)
-            if ids.shape != codes.shape or not np.issubdtype(ids.dtype, np.integer):
-                raise ValueError(
-                    f"adaptable: rows must be {len(codes)} integer row ids, one per label."
-                )
+        ids = None if rows is None else self._row_ids(rows, codes)
         self.decider_.learn(logits, codes, ids)
         return self
+
+    @staticmethod
+    def _row_ids(rows: Any, codes: np.ndarray) -> np.ndarray:
+        ids = np.asarray(rows)
+        if ids.shape != codes.shape or not np.issubdtype(ids.dtype, np.integer):
+            raise ValueError(
+                f"adaptable: rows must be {len(codes)} integer row ids, one per label."
+            )
+        return ids
 
     def report(self) -> pd.DataFrame:
         """The drift report: one row per batch adapted since fit / reset / load (default

@@ -95,6 +95,12 @@ class LabelledRows:
         if rows is not None:
             self.drift_log.learn(rows, labels, logits.argmax(axis=1))
 
+    def kept_logits(self, rows: np.ndarray) -> np.ndarray:
+        """The model's logits of earlier rows, by row id, as they were when predicted (n, C);
+        ``ValueError`` for rows no longer kept
+        (:meth:`~adaptable.core.drift_report.DriftLog.kept_logits`)."""
+        return self.drift_log.kept_logits(rows)
+
     def _unlabelled_prior(self, moment_accepts: bool) -> PriorPosterior:
         """The target label distribution from the labels and the MAP-EM estimate, the latter
         worth its information while the moment test accepts pure label shift (else nothing)."""
@@ -248,6 +254,7 @@ class LabelledRows:
             prior_critical=chi2_critical(level, len(self.source_prior_) - 1) if level < 1 else 0,
             n_labelled=self.feedback.n_labelled,
             labelled_counts=self.feedback.reservoir.counts,
+            logits=batch.logits,
         )
 
     def _feedback_arrays(self) -> dict[str, np.ndarray]:
