@@ -146,22 +146,28 @@ class _Snapshot:
             return
         weighted = columns * self.ratio[:, None]
         weighted /= weighted.sum(axis=0)
-        scaled = self.slopes(weighted)
-        self.slope_sum += scaled.sum(axis=1) - self.scaled[:, changed].sum(axis=1)
         # the new rows' terms in, the old ones out: one product (C, 2k) @ (2, 2k, C)
         old = self.weighted[:, changed]
         signed = np.concatenate([weighted, -old], axis=1)
         rules = np.concatenate([new_rules, old_rules], axis=1)
         if self.mass_slopes is None:
+            scaled = self.slopes(weighted)
+            self.slope_sum += scaled.sum(axis=1) - self.scaled[:, changed].sum(axis=1)
             self.matrices += signed @ (rules[:, :, None] == self._classes)
-        else:  # with a third row: the rows' pi (1 - pi), for the columns' slopes
+            self.scaled[:, changed] = scaled
+        else:
+            # Two classes: a third row, the rows' pi (1 - pi), gives the columns' slopes; and
+            # a row's slope w_0 / q_0 - w_1 / q_1 is linear in its weights, so the slopes'
+            # sum moves by the weights' sums, which the product holds already.
             spreads = np.concatenate([weighted[0] * weighted[1], -(old[0] * old[1])])
             terms = np.concatenate([signed, spreads[None, :]]) @ (
                 rules[:, :, None] == self._classes
             )
             self.matrices += terms[:, :2]
             self.mass_slopes += terms[:, 2]
-        self.scaled[:, changed], self.weighted[:, changed] = scaled, weighted
+            moved = terms[0, :2].sum(axis=1).tolist()  # the change of sum_i w_y, (2,)
+            self.slope_sum += moved[0] * self.inverse[0] - moved[1] * self.inverse[1]
+        self.weighted[:, changed] = weighted
         kept = changed[changed < self.size] if changed[-1] >= self.size else changed
         first = kept[~self.replaced[kept]]
         if first.size:
