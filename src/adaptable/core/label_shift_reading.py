@@ -126,6 +126,8 @@ class _Snapshot:
         shares = np.append(prior[:-1], prior[-1] / math.sqrt(n_classes - 1))
         self.radius = float(shares.min()) * BOX / (1.0 + BOX)
         self.spread = np.append(np.ones(n_classes - 1), math.sqrt(n_classes - 1))
+        #: the largest relative move of a class's share per unit move of the free coordinates
+        self.widest = float((self.spread / prior).max())
 
     def slopes(self, weighted: np.ndarray) -> np.ndarray:
         """f_i / m_i, (C - 1, n), from the re-weighted posteriors at the estimate (C, n)."""
@@ -324,12 +326,17 @@ class LabelShiftReading:
         if not curvature > 0:
             return None
         mu = curvature / (1.0 + BOX) ** 2
-        gradient = row_weight * snapshot.slope_sum + snapshot.prior_gradient
+        if len(prior) == 2:  # one free coordinate: scalars (numpy's per-call cost)
+            gradient = row_weight * float(snapshot.slope_sum[0]) + float(snapshot.prior_gradient[0])
+            length = abs(gradient)
+        else:
+            vector = row_weight * snapshot.slope_sum + snapshot.prior_gradient
+            length = float(np.sqrt(vector @ vector))
         # (rounding in the running sum: far below any gradient the bound lets through)
-        norm = float(np.sqrt(gradient @ gradient)) + 1e-9 * row_weight * size
+        norm = length + 1e-9 * row_weight * size
         if not 2.0 * norm / mu < snapshot.radius:
             return None
-        move = float(((norm / mu + NEWTON_SLACK) * snapshot.spread / prior).max())
+        move = (norm / mu + NEWTON_SLACK) * snapshot.widest
         if not move < 1.0:
             return None
         factor = (1.0 + move) / (1.0 - move) * (1.0 + 1e-9)
@@ -345,8 +352,10 @@ class LabelShiftReading:
         if snapshot.mass_slopes is not None and self.objective == "macro_f1":
             # first order in the estimate's move (module reading_bound); the cell-by-cell
             # bound below where it proves nothing
+            c = [max(cell, 0.0) for cell in cells]
+            clipped = [[c[0:2], c[2:4]], [c[4:6], c[6:8]]]
             gap_low, gap_high = f1_gap_bounds(
-                np.maximum(matrices, 0.0), snapshot.mass_slopes, math.log(factor)
+                clipped, snapshot.mass_slopes.tolist(), math.log(factor)
             )
             if gap_low > SCORE_SLACK:
                 return True

@@ -39,23 +39,27 @@ import math
 import numpy as np
 
 
-def f1_gap_bounds(cells: np.ndarray, slopes: np.ndarray, delta: float) -> tuple[float, float]:
+def f1_gap_bounds(
+    cells: np.ndarray | list, slopes: np.ndarray | list, delta: float
+) -> tuple[float, float]:
     """Bounds of macro-F1(balanced) - macro-F1(argmax) over |u - u^| <= ``delta``.
 
     Args:
         cells: both rules' expected confusion matrices at u^, (2 rules: argmax, balanced;
-            2 true classes; 2 predicted classes).
+            2 true classes; 2 predicted classes); an array or nested lists.
         slopes: V_rk(u^), each rule's (rows) column's sum of pi (1 - pi) at u^, (2, 2).
         delta: the largest move of the logit of the class-1 share, >= 0.
 
     Returns:
         (low, high); ``(-inf, inf)`` where a term's denominator may reach zero in the interval.
     """
+    cells = cells.tolist() if isinstance(cells, np.ndarray) else cells
+    slopes = slopes.tolist() if isinstance(slopes, np.ndarray) else slopes
     gap, slope, curvature = 0.0, 0.0, 0.0
     growth = math.exp(delta)
     for rule, sign in ((0, -1.0), (1, 1.0)):
-        (tn, fp), (fn, tp) = cells[rule].tolist()
-        v0, v1 = (float(v) for v in slopes[rule])
+        (tn, fp), (fn, tp) = cells[rule]
+        v0, v1 = slopes[rule]
         counts = (tn + fn, fp + tp)  # the rows predicted 0 and 1
         rows = counts[0] + counts[1]
         # (x, y, x', y') of the two terms at u^
