@@ -87,3 +87,22 @@ def _edited_copy(path: Path, tmp_path: Path, edit) -> Path:
 def edited_copy():
     """The function ``(path, tmp_path, edit) -> path of an edited copy`` of an AdapTable file."""
     return _edited_copy
+
+
+@pytest.fixture(scope="session")
+def benchmark_script():
+    """A function: a script of ``benchmarks/`` by name, imported as a module (the scripts are
+    no package; each is loaded once per session)."""
+    import functools
+    import importlib.util
+
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+
+    @functools.cache
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

@@ -3,24 +3,16 @@ script is run by hand, so this is what keeps it working)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from adaptable.experiments import testing
 from adaptable.experiments.runner import RunContext
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "witnesses.py"
-
 
 @pytest.fixture(scope="module")
-def witnesses():
-    spec = importlib.util.spec_from_file_location("witnesses", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def witnesses(benchmark_script):
+    return benchmark_script("witnesses")
 
 
 def test_disagreement_counts_the_rows_each_rule_gets_right(witnesses) -> None:

@@ -1,18 +1,32 @@
-"""Helpers of the core tests: a decider's fit context on the synthetic task, its batches, and a
-part's state as the saved file would hold it."""
+"""Helpers of the core tests: a decider's fit context on the synthetic task, its batches, a
+part's state as the saved file would hold it, and a small torch source model."""
 
 from __future__ import annotations
 
 import json
 
 import numpy as np
+import pytest
+import torch
 
 from adaptable.core import CalibratedBatch, SourceData, softmax, source_prior
 from adaptable.core.parts import FitContext, LoadContext, PartState
 from adaptable.core.state import StateReader
 from adaptable.encoding import Encoder
+from adaptable.models import TorchSourceModel
 
 FORMAT = "adaptable.AdapTable/2"
+
+
+@pytest.fixture(scope="module")
+def torch_source(synthetic) -> TorchSourceModel:
+    """A torch source model packaged with its Encoder, as ``adaptable.models.train`` gives."""
+    encoder = Encoder().fit(synthetic.train.X)
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(
+        torch.nn.Linear(encoder.n_features_out_, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)
+    )
+    return TorchSourceModel(module, encoder, n_classes=2, name="mlp")
 
 
 def fit_context(ds, model, seed: int = 0) -> FitContext:

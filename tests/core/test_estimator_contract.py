@@ -15,24 +15,12 @@ from sklearn.linear_model import LogisticRegression
 
 from adaptable import AdapTable
 from adaptable.core import source_prior
-from adaptable.encoding import EncodedBatch, Encoder
-from adaptable.models.source_model import TorchSourceModel
+from adaptable.encoding import EncodedBatch
 
 
 @pytest.fixture(scope="module")
 def lr_pipeline(synthetic, frame_logreg):
     return frame_logreg(synthetic)
-
-
-@pytest.fixture(scope="module")
-def torch_source(synthetic) -> TorchSourceModel:
-    """A torch source model packaged with its Encoder, as ``adaptable.models.train`` gives."""
-    encoder = Encoder().fit(synthetic.train.X)
-    torch.manual_seed(0)
-    module = torch.nn.Sequential(
-        torch.nn.Linear(encoder.n_features_out_, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)
-    )
-    return TorchSourceModel(module, encoder, n_classes=2, name="mlp")
 
 
 def _fit(model, synthetic, **params) -> AdapTable:

@@ -4,9 +4,7 @@ score correction, and the four together driven as a decider would drive them."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,15 +24,10 @@ from adaptable.core.feedback import (
     unlabelled_worth,
 )
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "feedback_synthetic.py"
-
 
 @pytest.fixture(scope="module")
-def synthetic():
-    spec = importlib.util.spec_from_file_location("feedback_synthetic", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def synthetic(benchmark_script):
+    return benchmark_script("feedback_synthetic")
 
 
 def _rows(n: int, seed: int = 0, n_classes: int = 2) -> tuple[np.ndarray, np.ndarray]:

@@ -3,9 +3,7 @@ synthetic two-class streams (``benchmarks/feedback_synthetic.py``'s shifts)."""
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,16 +14,12 @@ from adaptable.core.decision import confusion, plugin_weights, score
 from adaptable.core.drift_report import DriftLog
 from adaptable.core.recommended_labelled import LabelledRows
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "feedback_synthetic.py"
 BATCH = 64
 
 
 @pytest.fixture(scope="module")
-def shifts():
-    spec = importlib.util.spec_from_file_location("feedback_synthetic", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def shifts(benchmark_script):
+    return benchmark_script("feedback_synthetic")
 
 
 def _fitted(stream, **options) -> tuple[AdapTable, LogisticRegression]:

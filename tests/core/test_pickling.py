@@ -9,11 +9,8 @@ import pickle
 import joblib
 import numpy as np
 import pytest
-import torch
 
 from adaptable import AdapTable
-from adaptable.encoding import Encoder
-from adaptable.models.source_model import TorchSourceModel
 
 #: case -> AdapTable options (post-training kept short)
 CASES = {
@@ -24,16 +21,6 @@ CASES = {
     "paper_correlation": {"preset": "paper", "epochs": 2, "adjacency": "correlation"},
     "paper_platt": {"preset": "paper", "calibrator": "platt"},
 }
-
-
-@pytest.fixture(scope="module")
-def torch_source(synthetic) -> TorchSourceModel:
-    encoder = Encoder().fit(synthetic.train.X)
-    torch.manual_seed(0)
-    module = torch.nn.Sequential(
-        torch.nn.Linear(encoder.n_features_out_, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)
-    )
-    return TorchSourceModel(module, encoder, n_classes=2, name="mlp")
 
 
 def _stream(synthetic, count: int = 5, size: int = 64) -> list:
