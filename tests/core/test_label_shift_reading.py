@@ -148,3 +148,26 @@ def test_score_bounds_hold_for_every_prior_within_the_factor(objective: str) -> 
         low, high = score_bounds(matrices(center), objective, factor)
         exact = score(matrices(moved / moved.sum()), objective)
         assert np.all(low <= exact + 1e-12) and np.all(exact <= high + 1e-12), trial
+
+
+def test_answers_that_turn_against_the_balanced_rule_are_the_full_readings_too() -> None:
+    """A stream whose class-1 share falls from 0.5 to 0.02: the reading turns from the
+    balanced rule to argmax along it, and the bound must prove the new answer, not the old."""
+    source_prior = np.array([0.8, 0.2])
+    rng = np.random.default_rng(2)
+    n_rows = 12_000
+    labels = (rng.random(n_rows) < np.linspace(0.5, 0.02, n_rows)).astype(int)
+    logits = rng.normal(size=(n_rows, 2)) + 1.5 * np.eye(2)[labels]
+    rows = np.exp(logits + np.log(source_prior))
+    rows /= rows.sum(axis=1, keepdims=True)
+    kept = OnlinePriorEstimate(source_prior, capacity=4096, seed=1)
+    fresh = OnlinePriorEstimate(source_prior, capacity=4096, seed=1)
+    reading = LabelShiftReading(kept, 64.0, 1.0 / source_prior, "macro_f1")
+    start, against = source_prior.copy(), 0
+    for first in range(0, n_rows, 64):
+        kept.add(rows[first : first + 64])
+        fresh.add(rows[first : first + 64])
+        expected, start, _ = full_reading(fresh, start, "macro_f1")
+        against += not expected
+        assert reading.favours_balanced() is expected
+    assert against >= 10 and reading.bounded_readings >= 100
