@@ -199,3 +199,26 @@ def test_restore_takes_a_prior_with_an_empty_class() -> None:
     arrays = {"reservoir": np.full((2, 2), 0.5), "n_seen": np.array([2]), "prior": np.eye(2)[1]}
     est.restore(arrays)
     assert est.prior.tolist() == [0.0, 1.0] and est.n_seen == 2
+
+
+def test_no_newton_step_lowers_the_map_objective() -> None:
+    """Each step of estimate_with either rises along its whole length (its end's slope proves
+    it) or is checked against the objective and shortened: one step from any start never
+    lowers F (several classes, where a full Newton step can overshoot)."""
+    rng = np.random.default_rng(1)
+    for _ in range(400):
+        n_classes = int(rng.integers(3, 6))
+        p_s = rng.dirichlet(np.ones(n_classes)) * 0.9 + 0.1 / n_classes
+        est = OnlinePriorEstimate(p_s, strength=1.0)
+        logits = rng.normal(size=(int(rng.integers(5, 400)), n_classes)) * rng.uniform(1, 8)
+        est.add(np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True))
+        strength = float(rng.choice([0.01, 0.5, 8.0]))
+        ratio, weight = est.reservoir / p_s, est.n_seen / len(est.reservoir)
+        start = rng.dirichlet(np.full(n_classes, 0.2))
+        clipped = np.maximum(start, 1e-6) / np.maximum(start, 1e-6).sum()
+        stepped = est.estimate_with(p_s, strength, start, max_iterations=1)
+        before, after = (
+            weight * float(np.log(ratio @ q).sum()) + strength * float(p_s @ np.log(q))
+            for q in (clipped, stepped)
+        )
+        assert after >= before - 1e-9
