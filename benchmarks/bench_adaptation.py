@@ -79,11 +79,13 @@ def batches_of(X: pd.DataFrame, size: int, rows: int) -> list[pd.DataFrame]:
     return [pool.iloc[i : i + size] for i in range(0, total, size)]
 
 
-def load(name: str, data_dir: str | None, cache_dir: str | None) -> tuple[Any, Any]:
-    """The dataset and its seed-0 MLP."""
+def load(
+    name: str, data_dir: str | None, cache_dir: str | None, device: str = "cpu"
+) -> tuple[Any, Any]:
+    """The dataset and its seed-0 MLP (trained on the CPU), moved to ``device``."""
     dataset = datasets.load(name, data_dir=data_dir)
     model = models.train("mlp", dataset, seed=0, cache_dir=cache_dir, device="cpu")
-    return dataset, model
+    return dataset, model.to(device)
 
 
 def calls_of(function: Callable[[], Any]) -> tuple[int, int]:
@@ -164,7 +166,7 @@ def bench_dataset(
     name: str, args: argparse.Namespace
 ) -> tuple[list[str], list[str], dict[str, Any]]:
     """Rows of the end-to-end and core tables for one dataset, and its fit figures."""
-    dataset, model = load(name, args.data_dir, args.cache_dir)
+    dataset, model = load(name, args.data_dir, args.cache_dir, args.device)
     if args.scenario == "natural":
         order = np.random.default_rng(0).permutation(len(dataset.test.y))
         X = dataset.test.X.iloc[order].reset_index(drop=True)
@@ -185,7 +187,7 @@ def bench_dataset(
     )
     method = AdapTable(preset=args.preset, random_state=0, **options)
     method.fit(model, dataset.train.X, dataset.train.y, dataset.valid.X, dataset.valid.y)
-    end_to_end, core, labelled = [], [], []
+    end_to_end, core, labelled, on_device = [], [], [], []
     for size in args.batch_sizes:
         batches = batches_of(X, size, args.rows)
         labels = batches_of(pd.DataFrame({"y": y}), size, args.rows)
@@ -217,7 +219,7 @@ def bench_dataset(
                 method.adapt_logits(z, batch)
 
         l_med, l_min = timed(run_adapt_logits, args.repeats, args.clock)
-        prepared, calls = "-", "-"
+        prepared, calls, numpy_calls = "-", "-", None
         if getattr(method, "encoder_", None) is not None and hasattr(method, "_adapt"):
             # the batches encoded in advance: the calibrator and the decider alone
             encoded = [method.encoder_.encode(b) for b in batches]
@@ -242,7 +244,7 @@ def bench_dataset(
         core.append(
             f"| {name} | {size} | {us(l_med):.2f} / {us(l_min):.2f} | {prepared} | {calls} |"
         )
-        if hasattr(AdapTable, "partial_fit"):
+        if hasattr(AdapTable, "partial_fit") and args.preset == "default":
 
             def run_labelled(batches: list = batches, labels: list = labels) -> None:
                 method.reset()
@@ -254,9 +256,104 @@ def bench_dataset(
             labelled.append(
                 f"| {name} | {size} | {us(p_med):.2f} / {us(p_min):.2f} | {by_id(us)} |"
             )
+        if args.device != "cpu":
+            on_device.append(
+                adaptation_on_device(name, size, method, logits, batches, numpy_calls, args)
+            )
         print(f"  {name} batch {size}: done", file=sys.stderr, flush=True)
-    fit = measure_fit(name, args.data_dir, args.cache_dir, args.preset)
-    return end_to_end, core, labelled, fit
+    fit = None if args.no_fit else measure_fit(name, args.data_dir, args.cache_dir, args.preset)
+    return end_to_end, core, labelled, on_device, fit
+
+
+def launch_seconds(device: torch.device) -> float:
+    """Seconds of one small in-place op on ``device``, synchronised once after 2,000: what each
+    array operation of a port of the adaptation to the device would cost at least."""
+    synchronise = torch.cuda.synchronize if device.type == "cuda" else lambda: None
+    x = torch.ones((64, 2), device=device)
+    for _ in range(100):
+        x.mul_(1.0)
+    synchronise()
+    start = time.perf_counter()
+    for _ in range(2000):
+        x.mul_(1.0)
+    synchronise()
+    return (time.perf_counter() - start) / 2000
+
+
+def adaptation_on_device(
+    name: str,
+    size: int,
+    method: Any,
+    logits: list,
+    batches: list,
+    numpy_calls: int | None,
+    args: argparse.Namespace,
+) -> str:
+    """One row of the table that asks whether the adaptation should run where the logits are.
+
+    Times, per row, for the same batches: the logits copied from the device to the host (what
+    the adapter pays to run on the CPU); the whole adaptation on the CPU (batches encoded in
+    advance); the floor of a port that issues the same array operations on ``args.device``
+    (the numpy calls of one batch times one kernel launch; the ufuncs and operators the call
+    count does not see would add to it); where the calibrator is the graph network, its
+    temperatures as the adapter computes them (the numpy kernel on the CPU) and the same
+    network's torch forward on the device with its inputs already there (synchronised).
+    """
+    device = torch.device(args.device)
+    rows = sum(len(b) for b in batches)
+    us = lambda seconds: f"{1e6 * seconds / rows:.3f}"  # noqa: E731
+    synchronise = torch.cuda.synchronize if device.type == "cuda" else lambda: None
+    on_device = [torch.as_tensor(z, dtype=torch.float32, device=device) for z in logits]
+    synchronise()
+
+    def copy_to_host() -> None:
+        for z in on_device:
+            z.to("cpu", torch.float64).numpy()
+
+    logits64 = [np.asarray(z, dtype=np.float64) for z in logits]
+    encoded = [method.encoder_.encode(b) for b in batches]
+
+    def whole_core() -> None:
+        method.reset()
+        for z, batch in zip(logits64, encoded, strict=True):
+            method._adapt(z, batch, None)
+
+    copied, _ = timed(copy_to_host, args.repeats, args.clock)
+    core, _ = timed(whole_core, args.repeats, args.clock)
+    floor = "-" if numpy_calls is None else us(numpy_calls * launch_seconds(device) * len(batches))
+    start = f"| {name} | {size} | {us(copied)} | {us(core)} | {floor} |"
+    calibrator = getattr(method, "calibrator_", None)
+    net = getattr(calibrator, "net", None)
+    if net is None or getattr(calibrator, "kernel", None) is None:
+        return start + " - | - |"
+    import copy
+
+    from adaptable.core.post_training import Rows
+
+    trends = [calibrator.shift_trend(batch) for batch in encoded]
+
+    def kernel_on_cpu() -> None:
+        for trend, z in zip(trends, logits64, strict=True):
+            calibrator.kernel(trend.numeric, trend.category_index, z)
+
+    device_net = copy.deepcopy(net).to(device).eval()
+    graphs = []
+    for trend, z in zip(trends, logits64, strict=True):
+        packed = Rows.from_arrays(trend, z).pack(net.width)
+        graphs.append(
+            tuple(t.to(device) for t in (packed.numeric, packed.category_index, packed.logits))
+            + (packed.mask.to(device),)
+        )
+
+    def net_on_device() -> None:
+        with torch.inference_mode():
+            for numeric, category_index, z, mask in graphs:
+                device_net(numeric, category_index, z, mask)
+        synchronise()
+
+    kernel, _ = timed(kernel_on_cpu, args.repeats, args.clock)
+    forward, _ = timed(net_on_device, args.repeats, args.clock)
+    return start + f" {us(kernel)} | {us(forward)} |"
 
 
 def by_row_id(
@@ -335,6 +432,13 @@ def main() -> None:
         help="what the timings read: wall time, or the process's CPU time (steadier on a "
         "machine shared with other work; fit is timed on the wall clock either way)",
     )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="where the source model runs (cpu, cuda); with cuda, a table of the calibrator "
+        "on the device beside the CPU adaptation",
+    )
+    parser.add_argument("--no-fit", action="store_true", help="skip the fit table")
     parser.add_argument("--fit-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fit_child:
@@ -348,16 +452,18 @@ def main() -> None:
         f"per repeat, {args.clock} clock, scenario {args.scenario}, "
         f"load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
     )
-    tables: dict[str, list[str]] = {"e2e": [], "core": [], "labelled": [], "fit": []}
+    tables: dict[str, list[str]] = {"e2e": [], "core": [], "labelled": [], "device": [], "fit": []}
     for name in args.datasets:
-        e2e, core, labelled, fit = bench_dataset(name, args)
+        e2e, core, labelled, on_device, fit = bench_dataset(name, args)
         tables["e2e"] += e2e
         tables["core"] += core
         tables["labelled"] += labelled
-        tables["fit"].append(
-            f"| {name} | {fit['seconds']:.2f} | {fit['rss_before']:.0f} | {fit['peak']:.0f} | "
-            f"{fit['epochs']} |"
-        )
+        tables["device"] += on_device
+        if fit is not None:
+            tables["fit"].append(
+                f"| {name} | {fit['seconds']:.2f} | {fit['rss_before']:.0f} | "
+                f"{fit['peak']:.0f} | {fit['epochs']} |"
+            )
     print(
         "\n### What a user pays: us per row, median and min over repeats; ratio, overhead: "
         "medians over pairs of runs\n"
@@ -368,10 +474,11 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(tables["e2e"]))
-    print("\n### AdapTable.fit (own subprocess): wall time and resident memory\n")
-    print("| dataset | fit s | RSS before fit MiB | peak RSS MiB | post-training epochs |")
-    print("|---|---|---|---|---|")
-    print("\n".join(tables["fit"]))
+    if tables["fit"]:
+        print("\n### AdapTable.fit (own subprocess): wall time and resident memory\n")
+        print("| dataset | fit s | RSS before fit MiB | peak RSS MiB | post-training epochs |")
+        print("|---|---|---|---|---|")
+        print("\n".join(tables["fit"]))
     print("\n### The adaptation alone: us per row, median / min; calls of one batch\n")
     print(
         "| dataset | batch | adapt_logits (precomputed logits) | calibrator + decider "
@@ -380,12 +487,21 @@ def main() -> None:
     print("|---|---|---|---|---|")
     print("\n".join(tables["core"]))
     print("\n### Labelled rows: AdapTable.partial_fit, us per row, median / min\n")
-    if hasattr(AdapTable, "partial_fit"):
+    if tables["labelled"]:
         print("| dataset | batch | partial_fit(X, y) | partial_fit(None, y, rows=ids) |")
         print("|---|---|---|---|")
         print("\n".join(tables["labelled"]))
     else:
-        print("not available (this AdapTable has no partial_fit)")
+        print("not measured (partial_fit is the default preset's)")
+    if tables["device"]:
+        print(f"\n### Where the adaptation runs: us per row (medians), model on {args.device}\n")
+        print(
+            "| dataset | batch | logits device -> host | adaptation on CPU (prepared) | "
+            f"floor of a port to {args.device} (numpy calls x one launch) | "
+            f"calibrator, numpy on CPU | calibrator, torch on {args.device} |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        print("\n".join(tables["device"]))
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
 
 
