@@ -2,7 +2,11 @@
 
 Trains an MLP and an FT-Transformer on the synthetic shift task with ``device="cuda"``, adapts
 their test stream with both presets batch by batch, and prints macro-F1 beside the CPU's
-figures it should match to rounding. Run the CUDA tests too::
+figures it should match to rounding. The default preset then adapts the stream again with 5 %
+of each batch's labels arriving 10 batches late, half by row id alone
+(``partial_fit(None, y, rows=ids)``: the kept scores) and half with their rows
+(``partial_fit(X, y)``: the model on the device scores them again), saved and loaded half way.
+Run the CUDA tests too::
 
     python -m pytest -q tests/core/test_model_adapter_contract.py -rs
     python tools/gpu_check.py            # DEVICE=cpu for the CPU reference
@@ -45,6 +49,32 @@ def main() -> None:
                     f"  {preset}: source macro-F1 {100 * f1_score(y, source, average='macro'):.1f},"
                     f" adapted {100 * f1_score(y, out.argmax(axis=1), average='macro'):.1f}"
                 )
+            out = with_late_labels(model, ds, cache)
+            print(f"  default, 5 % of labels 10 batches late: adapted {out:.1f}")
+
+
+def with_late_labels(model, ds, folder: str, batch: int = 64, delay: int = 10) -> float:
+    """Macro-F1 of the default preset with 5 % of each batch's labels ``delay`` batches late
+    (even batches' labels by row id, odd batches' with their rows), saved and loaded half way."""
+    method = AdapTable(random_state=0).fit(model, ds.train.X, ds.train.y, ds.valid.X, ds.valid.y)
+    X, y = ds.test.X, np.asarray(ds.test.y)
+    rng = np.random.default_rng(0)
+    starts = list(range(0, len(y), batch))
+    chosen = [start + rng.choice(min(batch, len(y) - start), 3, replace=False) for start in starts]
+    predictions = []
+    for b, start in enumerate(starts):
+        if b == len(starts) // 2:
+            path = os.path.join(folder, "late.adaptable")
+            method.save(path)
+            method = AdapTable.load(path, model=model)
+        if b >= delay:
+            rows = chosen[b - delay]
+            if (b - delay) % 2 == 0:
+                method.partial_fit(None, y[rows], rows=rows)
+            else:
+                method.partial_fit(X.iloc[rows], y[rows])
+        predictions.append(method.predict_proba(X.iloc[start : start + batch]).argmax(axis=1))
+    return 100 * f1_score(y, np.concatenate(predictions), average="macro")
 
 
 if __name__ == "__main__":

@@ -414,8 +414,10 @@ def test_a_cuda_sweep_never_reuses_a_cpu_result(tmp_path: Path) -> None:
     for stored in (on_cpu, older):
         path = tmp_path / f"{len(stored)}.jsonl"
         path.write_text(json.dumps(stored) + "\n")
-        cpu = run_sweep([spec], ResultStore(path), context=CONTEXT, progress=False)
-        assert cpu.reused == [spec.key] and cpu.ran == []  # auto is the CPU here
+        # named, not "auto": on a machine with CUDA, auto would be the GPU
+        cpu_context = RunContext(components=testing.COMPONENTS, device="cpu")
+        cpu = run_sweep([spec], ResultStore(path), context=cpu_context, progress=False)
+        assert cpu.reused == [spec.key] and cpu.ran == []
         cuda_context = RunContext(components=testing.COMPONENTS, device="cuda")
         cuda = run_sweep([spec], ResultStore(path), context=cuda_context, progress=False)
         assert cuda.ran == [spec.key] and cuda.reused == []

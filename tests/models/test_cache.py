@@ -191,6 +191,8 @@ def test_an_entry_without_checksums_is_replaced(task, tmp_path):
 
 
 def test_device_enters_the_key_only_off_the_cpu(task, tmp_path, monkeypatch):
+    # "auto" is the CPU on a machine without CUDA: pretend this is one
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     cpu = models.train("mlp", task, seed=0, cache_dir=tmp_path, device="cpu", **FAST)
     auto = models.train("mlp", task, seed=0, cache_dir=tmp_path, device="auto", **FAST)
     assert auto.cache_info["key"] == cpu.cache_info["key"] and auto.cache_info["hit"]
