@@ -23,11 +23,16 @@ Usage::
     python benchmarks/feedback_benchmark.py                      # every default role, 3 models
     python benchmarks/feedback_benchmark.py --roles generality --models logreg --seeds 0
     python benchmarks/feedback_benchmark.py --cases german_checking --models logreg
+    python benchmarks/feedback_benchmark.py --variants fallback=plugin   # an opt-in setting too
+
+``--variants`` adds the adapter with other options (``name=value``, several joined by ``,``),
+without labels and at every share and delay, as rows named ``adaptable[options]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -58,17 +63,24 @@ def cells(roles: list[str], cases: list[str]) -> list[tuple[str, str, str]]:
 
 
 def specs_for(
-    cell: tuple[str, str, str], model: str, seed: int, shares: list[float], delays: list[int]
+    cell: tuple[str, str, str],
+    model: str,
+    seed: int,
+    shares: list[float],
+    delays: list[int],
+    variants: list[dict[str, Any]] = (),
 ) -> list[ExperimentSpec]:
-    """Every experiment of one cell: the references, then per (delay, share) the adapter with
-    feedback and the anchors."""
+    """Every experiment of one cell: the references and the variants without labels, then per
+    (delay, share) the adapter with feedback, its variants and the anchors."""
     _, dataset, scenario = cell
     out = [ExperimentSpec(dataset, scenario, model, name, seed) for name in REFERENCES]
+    out += [ExperimentSpec(dataset, scenario, model, "adaptable", seed, v) for v in variants]
     for delay in delays:
         for share in shares:
             if share == 0:
                 continue
-            for name in ("adaptable", *ANCHORS):
+            labelled = [("adaptable", {})] + [("adaptable", v) for v in variants]
+            for name, options in labelled + [(a, {}) for a in ANCHORS]:
                 out.append(
                     ExperimentSpec(
                         dataset,
@@ -76,6 +88,7 @@ def specs_for(
                         model,
                         name,
                         seed,
+                        options,
                         feedback_share=share,
                         feedback_delay=delay,
                     )  # fmt: skip
@@ -83,12 +96,34 @@ def specs_for(
     return out
 
 
+def parse_variant(text: str) -> dict[str, Any]:
+    """``"fallback=plugin,objective=accuracy"`` -> options (values read as JSON where they
+    parse, else as strings)."""
+    options: dict[str, Any] = {}
+    for part in text.split(","):
+        name, _, value = part.partition("=")
+        try:
+            options[name.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[name.strip()] = value.strip()
+    return options
+
+
+def method_name(spec: dict[str, Any]) -> str:
+    """The method with its options, ``adaptable[fallback=plugin]``; the bare name without."""
+    options = dict(spec.get("options") or {})
+    if not options:
+        return spec["method"]
+    inside = ",".join(f"{k}={v}" for k, v in sorted(options.items()))
+    return f"{spec['method']}[{inside}]"
+
+
 def row_name(record: dict[str, Any]) -> str:
     spec = record["spec"]
     feedback = spec.get("feedback")
     if feedback is None:
-        return spec["method"]
-    return f"{spec['method']} {100 * feedback['share']:g}% d{feedback['delay']}"
+        return method_name(spec)
+    return f"{method_name(spec)} {100 * feedback['share']:g}% d{feedback['delay']}"
 
 
 def gains(records: list[dict[str, Any]], cell_role: dict[tuple[str, str], str]) -> dict:
@@ -119,13 +154,17 @@ def gains(records: list[dict[str, Any]], cell_role: dict[tuple[str, str], str]) 
     return out
 
 
-def summary_table(table: dict, shares: list[float], delays: list[int]) -> str:
-    """The per-role, per-kind summary (see the module docstring)."""
-    order = ["adaptable", "best fixed rule"]
+def summary_table(
+    table: dict, shares: list[float], delays: list[int], variants: list[str] = ()
+) -> str:
+    """The per-role, per-kind summary (see the module docstring); ``variants``: the row names
+    of the adapter's variants (``adaptable[...]``)."""
+    methods = ("adaptable", *variants, *ANCHORS)
+    order = ["adaptable", *variants, "best fixed rule"]
     for delay in delays:
         for share in shares:
             if share:
-                order += [f"{m} {100 * share:g}% d{delay}" for m in ("adaptable", *ANCHORS)]
+                order += [f"{m} {100 * share:g}% d{delay}" for m in methods]
     lines = [
         "| role | kind | row | cases | mean gain | worst | won / lost | long cases | "
         "long mean | long worst |",
@@ -264,6 +303,12 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--shares", nargs="+", type=float, default=[0.01, 0.05, 0.2])
+    parser.add_argument(
+        "--variants",
+        nargs="*",
+        default=[],
+        help="the adapter with other options too, e.g. fallback=plugin (name=value[,...])",
+    )
     parser.add_argument("--delays", nargs="+", type=int, default=[10, 0])
     parser.add_argument("--results", default="feedback-results")
     parser.add_argument("--workers", type=int, default=1)
@@ -282,6 +327,8 @@ def main() -> None:
     if set(args.roles) & set(SEALED_ROLES):
         parser.error(f"the sealed roles {SEALED_ROLES} are kept for judging a design")
     started = time.perf_counter()
+    variants = [parse_variant(text) for text in args.variants]
+    variant_names = [method_name({"method": "adaptable", "options": v}) for v in variants]
     chosen = cells(args.roles, args.cases)
     if args.only is not None:
         chosen = [cell for cell in chosen if cell[1] in args.only]
@@ -291,7 +338,7 @@ def main() -> None:
         for model in args.models
         for seed in args.seeds
         for cell in chosen
-        for spec in specs_for(cell, model, seed, args.shares, args.delays)
+        for spec in specs_for(cell, model, seed, args.shares, args.delays, variants)
     ]
     if args.table_only:
         stored = store.completed()
@@ -309,17 +356,17 @@ def main() -> None:
             print(f"FAILED {key}: {error.splitlines()[-1] if error else ''}")
     cell_role = {(d, s): role for role, d, s in chosen}
     table = gains(records, cell_role)
-    names = ["adaptable", "best fixed rule"] + [
+    names = ["adaptable", *variant_names, "best fixed rule"] + [
         f"{m} {100 * share:g}% d{delay}"
         for delay in args.delays
         for share in args.shares
         if share
-        for m in ("adaptable", *ANCHORS)
+        for m in ("adaptable", *variant_names, *ANCHORS)
     ]
     text = (
         f"{len(records)} records, {len(table)} cases (case = dataset, scenario, model; "
         f"seeds {args.seeds}); macro-F1 gain over the unadapted model, points\n\n"
-        + summary_table(table, args.shares, args.delays)
+        + summary_table(table, args.shares, args.delays, variant_names)
         + "\n\n"
         + case_table(table, names)
         + f"\n\nwall time {time.perf_counter() - started:.0f} s\n"
