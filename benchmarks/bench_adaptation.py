@@ -39,16 +39,24 @@ predicted) per row, where the estimator has it, and ``partial_fit(None, y, rows=
 takes that (the same labels by row id alone, from the scores the adapter kept when it
 predicted the rows: no model call).
 
+With ``--device cuda`` the source model runs on the GPU (the adaptation stays on the CPU), and a
+last table asks whether the adaptation should run where the logits are: per row, the copy of
+the logits to the host, the adaptation on the host (prepared batches), the floor of a port to
+the GPU (the numpy calls of one batch times one kernel launch there), and, for the graph
+calibrator, its numpy kernel on the host beside its torch forward on the GPU.
+
 Usage:
     python benchmarks/bench_adaptation.py --data-dir /path/to/data
         [--datasets heloc hospital_readmission] [--batch-sizes 16 64 256 1024 8192]
         [--rows 8192] [--repeats 5] [--cache-dir DIR] [--preset default|paper]
         [--fallback argmax|plugin|between] [--stream-check model|both]
+        [--device cpu|cuda] [--no-fit]
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
 import importlib
 import json
@@ -66,6 +74,7 @@ import torch
 from _timing import CLOCKS, timed, timed_pair
 
 from adaptable import AdapTable, datasets, models
+from adaptable.core.post_training import Rows
 
 BATCH_SIZES = (16, 64, 256, 1024, 8192)
 
@@ -164,8 +173,9 @@ def measure_fit(
 
 def bench_dataset(
     name: str, args: argparse.Namespace
-) -> tuple[list[str], list[str], dict[str, Any]]:
-    """Rows of the end-to-end and core tables for one dataset, and its fit figures."""
+) -> tuple[list[str], list[str], list[str], list[str], dict[str, Any] | None]:
+    """Rows of the end-to-end, core, labelled-rows and device tables for one dataset, and its
+    fit figures (``None`` with ``--no-fit``)."""
     dataset, model = load(name, args.data_dir, args.cache_dir, args.device)
     if args.scenario == "natural":
         order = np.random.default_rng(0).permutation(len(dataset.test.y))
@@ -326,10 +336,6 @@ def adaptation_on_device(
     net = getattr(calibrator, "net", None)
     if net is None or getattr(calibrator, "kernel", None) is None:
         return start + " - | - |"
-    import copy
-
-    from adaptable.core.post_training import Rows
-
     trends = [calibrator.shift_trend(batch) for batch in encoded]
 
     def kernel_on_cpu() -> None:
