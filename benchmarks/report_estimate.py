@@ -44,7 +44,10 @@ def macro_f1(confusion: np.ndarray) -> float:
     """Macro-F1 (points) of an expected confusion matrix, rows the true class."""
     hits = np.diag(confusion)
     denominators = confusion.sum(axis=0) + confusion.sum(axis=1)
-    return 100 * float(np.mean(np.where(denominators > 0, 2 * hits / denominators, 0.0)))
+    scores = np.divide(
+        2 * hits, denominators, out=np.zeros_like(hits, dtype=float), where=denominators > 0
+    )
+    return 100 * float(np.mean(scores))
 
 
 def confusion_rates(predicted: np.ndarray, labels: np.ndarray, n_classes: int) -> np.ndarray:
