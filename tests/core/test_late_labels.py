@@ -364,3 +364,35 @@ def test_kept_scores_follow_the_kept_predictions_and_the_file() -> None:
     restored.restore(without)
     with pytest.raises(ValueError, match="no longer kept"):
         restored.kept_logits(np.array([4]))
+
+
+def test_row_ids_in_any_order_over_a_long_stream_find_their_batches() -> None:
+    """Labels by id, shuffled across 150 batches (past the first growth of the batches'
+    start buffer), score and fetch exactly what the same ids in order do."""
+    rng = np.random.default_rng(0)
+    log = DriftLog(n_classes=3, objective="macro_f1")
+    sizes = rng.integers(1, 6, size=150)
+    for size in sizes.tolist():
+        log.record(
+            rows=size,
+            predictions=rng.integers(0, 3, size),
+            expected=np.zeros((2, 3, 3)),
+            rule="source",
+            target_prior=np.full(3, 1 / 3),
+            logits=rng.normal(size=(size, 3)),
+        )
+    ids = rng.permutation(int(sizes.sum()))[:200]
+    labels, source = rng.integers(0, 3, 200), rng.integers(0, 3, 200)
+    ordered = DriftLog(n_classes=3, objective="macro_f1")
+    ordered.restore(log.arrays())
+    sort = np.argsort(ids)
+    np.testing.assert_array_equal(log.kept_logits(ids)[sort], ordered.kept_logits(ids[sort]))
+    log.learn(ids, labels, source)
+    ordered.learn(ids[sort], labels[sort], source[sort])
+    assert log.frame().equals(ordered.frame())
+    # each batch's realised rows: its ids' count
+    first_rows = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    batch_of = np.searchsorted(first_rows, ids, side="right") - 1
+    np.testing.assert_array_equal(
+        log.frame()["realised_rows"], np.bincount(batch_of, minlength=150)
+    )

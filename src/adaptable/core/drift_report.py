@@ -108,7 +108,8 @@ class DriftLog:
     def reset(self) -> None:
         """Forget every record."""
         self._batches: list[_Batch] = []
-        self._starts: list[int] = []
+        #: each batch's first row id, a buffer grown by doubling (the first len(self) hold)
+        self._start_buffer = np.zeros(64, dtype=np.int64)
         #: predicted codes by batch index, the batches from ``_oldest`` on
         self._predictions: dict[int, np.ndarray] = {}
         #: the model's logits of the same rows, where the record was given them (labels by
@@ -192,7 +193,7 @@ class DriftLog:
                 None if expected is None else np.asarray(expected, dtype=np.float64),
             )
         )
-        self._starts.append(self.n_rows)
+        self._append_start(self.n_rows)
         if logits is not None:
             self._logits[index] = np.array(logits, dtype=np.float64)
         self._keep(np.asarray(predictions, dtype=np.int16))
@@ -253,18 +254,36 @@ class DriftLog:
         out = np.empty((len(row_ids), self.n_classes))
         if not len(row_ids):
             return out
-        batch = np.searchsorted(np.asarray(self._starts), row_ids, side="right") - 1
-        for index in np.unique(batch).tolist():
+        for index, part, offsets in self._by_batch(row_ids):
             logits = self._logits.get(index)
             if logits is None:
                 raise ValueError(
-                    f"adaptable: the scores of rows from {self._starts[index]} on are no longer "
-                    f"kept (the last {self.prediction_rows} rows are); pass the rows' features "
-                    "(partial_fit(X, y, rows=...)) to score them again."
+                    f"adaptable: the scores of rows from {self._start_buffer[index]} on are no "
+                    f"longer kept (the last {self.prediction_rows} rows are); pass the rows' "
+                    "features (partial_fit(X, y, rows=...)) to score them again."
                 )
-            mine = batch == index
-            out[mine] = logits[row_ids[mine] - self._starts[index]]
+            out[part] = logits[offsets]
         return out
+
+    def _append_start(self, start: int) -> None:
+        index = len(self._batches) - 1  # the batch just appended
+        if index == len(self._start_buffer):
+            self._start_buffer = np.concatenate([self._start_buffer, self._start_buffer])
+        self._start_buffer[index] = start
+
+    def _by_batch(self, row_ids: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """The ids grouped by the batch that holds them: (batch index, the ids' positions in
+        ``row_ids``, their offsets in the batch) per batch; one sort, O(n log n) whatever the
+        stream's length."""
+        starts = self._start_buffer[: len(self._batches)]
+        batch = np.searchsorted(starts, row_ids, side="right") - 1
+        order = np.argsort(batch, kind="stable")
+        indices, first = np.unique(batch[order], return_index=True)
+        parts = np.split(order, first[1:])
+        return [
+            (index, part, row_ids[part] - starts[index])
+            for index, part in zip(indices.tolist(), parts, strict=True)
+        ]
 
     def _check_ids(self, row_ids: np.ndarray) -> None:
         if len(row_ids) and (row_ids.min() < 0 or row_ids.max() >= self.n_rows):
@@ -290,22 +309,19 @@ class DriftLog:
         if len(row_ids) == 0:
             return
         self._check_ids(row_ids)
-        batch = np.searchsorted(np.asarray(self._starts), row_ids, side="right") - 1
         labels = np.asarray(labels, dtype=np.int64)
         source_predictions = np.asarray(source_predictions, dtype=np.int64)
-        for index in np.unique(batch).tolist():
-            mine = batch == index
+        for index, part, offsets in self._by_batch(row_ids):
             codes = self._predictions.get(index)
             if codes is None:  # predictions no longer kept: the labels still teach the adapter
-                self.unscored += int(mine.sum())
+                self.unscored += len(part)
                 continue
-            adapter = codes[row_ids[mine] - self._starts[index]]
             record = self._batches[index]
             if record.realised is None:
                 record.realised = np.zeros((2, self.n_classes, self.n_classes))
             realised = record.realised
-            realised[0] += confusion(labels[mine], source_predictions[mine], self.n_classes)
-            realised[1] += confusion(labels[mine], adapter, self.n_classes)
+            realised[0] += confusion(labels[part], source_predictions[part], self.n_classes)
+            realised[1] += confusion(labels[part], codes[offsets], self.n_classes)
 
     # ------------------------------------------------------------------ reading
     def frame(self, classes: Any = None) -> pd.DataFrame:
@@ -450,7 +466,7 @@ class DriftLog:
                     matrices[i, 2:].copy(),
                 )
             )
-            self._starts.append(int(s[0]))
+            self._append_start(int(s[0]))
         codes = np.asarray(arrays.get("predictions", np.zeros(0)), dtype=np.int64)
         oldest = int(counters[2])
         kept_rows = [x.rows for x in self._batches[oldest:]]

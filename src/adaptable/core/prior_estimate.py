@@ -245,14 +245,17 @@ class OnlinePriorEstimate:
                 if value is None:
                     value = objective(prior, mixture)
                 candidate_value = objective(candidate, candidate_mixture)
+                shortened = False
                 while not (candidate_value >= value - 1e-12 or length < 1e-8):
                     length /= 2
+                    shortened = True
                     candidate = prior + length * direction
                     candidate_mixture = candidate @ ratio
                     candidate_value = objective(candidate, candidate_mixture)
                 rose = candidate_value >= value - 1e-12
                 value = candidate_value
-                step = _newton_step(free / candidate_mixture, candidate, pseudo, row_weight)
+                if shortened:  # the step at the first candidate no longer applies
+                    step = _newton_step(free / candidate_mixture, candidate, pseudo, row_weight)
             else:
                 value = None
             moved = float(np.abs(candidate - prior).max())
