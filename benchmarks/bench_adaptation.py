@@ -66,7 +66,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -229,7 +229,7 @@ def bench_dataset(
                 method.adapt_logits(z, batch)
 
         l_med, l_min = timed(run_adapt_logits, args.repeats, args.clock)
-        prepared, calls, numpy_calls = "-", "-", None
+        prepared, calls, ready = "-", "-", None
         if getattr(method, "encoder_", None) is not None and hasattr(method, "_adapt"):
             # the batches encoded in advance: the calibrator and the decider alone
             encoded = [method.encoder_.encode(b) for b in batches]
@@ -251,6 +251,7 @@ def bench_dataset(
                 functools.partial(method.adapt_logits, logits[middle], batches[middle])
             )
             calls = f"{numpy_calls} / {all_calls}"
+            ready = Prepared(encoded, logits64, c_med, numpy_calls)
         core.append(
             f"| {name} | {size} | {us(l_med):.2f} / {us(l_min):.2f} | {prepared} | {calls} |"
         )
@@ -267,9 +268,7 @@ def bench_dataset(
                 f"| {name} | {size} | {us(p_med):.2f} / {us(p_min):.2f} | {by_id(us)} |"
             )
         if args.device != "cpu":
-            on_device.append(
-                adaptation_on_device(name, size, method, logits, batches, numpy_calls, args)
-            )
+            on_device.append(adaptation_on_device(name, size, method, logits, ready, args))
         print(f"  {name} batch {size}: done", file=sys.stderr, flush=True)
     fit = None if args.no_fit else measure_fit(name, args.data_dir, args.cache_dir, args.preset)
     return end_to_end, core, labelled, on_device, fit
@@ -290,27 +289,40 @@ def launch_seconds(device: torch.device) -> float:
     return (time.perf_counter() - start) / 2000
 
 
+class Prepared(NamedTuple):
+    """What the core table measured at one batch size, reused by the device table: the
+    batches encoded in advance, the logits as float64, the seconds of the whole adaptation on
+    them (median), and the numpy calls of one batch."""
+
+    encoded: list
+    logits64: list
+    core_seconds: float
+    numpy_calls: int
+
+
 def adaptation_on_device(
     name: str,
     size: int,
     method: Any,
     logits: list,
-    batches: list,
-    numpy_calls: int | None,
+    ready: Prepared | None,
     args: argparse.Namespace,
 ) -> str:
     """One row of the table that asks whether the adaptation should run where the logits are.
 
-    Times, per row, for the same batches: the logits copied from the device to the host (what
-    the adapter pays to run on the CPU); the whole adaptation on the CPU (batches encoded in
-    advance); the floor of a port that issues the same array operations on ``args.device``
-    (the numpy calls of one batch times one kernel launch; the ufuncs and operators the call
-    count does not see would add to it); where the calibrator is the graph network, its
-    temperatures as the adapter computes them (the numpy kernel on the CPU) and the same
-    network's torch forward on the device with its inputs already there (synchronised).
+    Per row, for the same batches: the logits copied from the device to the host (what the
+    adapter pays to run on the CPU); the whole adaptation on the CPU (the core table's
+    prepared-batches time); the floor of a port that issues the same array operations on
+    ``args.device`` (the numpy calls of one batch times one kernel launch; the ufuncs and
+    operators the call count does not see would add to it); where the calibrator is the graph
+    network, its temperatures as the adapter computes them (the numpy kernel on the CPU) and
+    the same network's torch forward on the device with its inputs already there
+    (synchronised). Dashes where the estimator exposes no prepared path.
     """
+    if ready is None:
+        return f"| {name} | {size} | - | - | - | - | - |"
     device = torch.device(args.device)
-    rows = sum(len(b) for b in batches)
+    rows = sum(len(z) for z in logits)
     us = lambda seconds: f"{1e6 * seconds / rows:.3f}"  # noqa: E731
     synchronise = torch.cuda.synchronize if device.type == "cuda" else lambda: None
     on_device = [torch.as_tensor(z, dtype=torch.float32, device=device) for z in logits]
@@ -320,23 +332,15 @@ def adaptation_on_device(
         for z in on_device:
             z.to("cpu", torch.float64).numpy()
 
-    logits64 = [np.asarray(z, dtype=np.float64) for z in logits]
-    encoded = [method.encoder_.encode(b) for b in batches]
-
-    def whole_core() -> None:
-        method.reset()
-        for z, batch in zip(logits64, encoded, strict=True):
-            method._adapt(z, batch, None)
-
     copied, _ = timed(copy_to_host, args.repeats, args.clock)
-    core, _ = timed(whole_core, args.repeats, args.clock)
-    floor = "-" if numpy_calls is None else us(numpy_calls * launch_seconds(device) * len(batches))
-    start = f"| {name} | {size} | {us(copied)} | {us(core)} | {floor} |"
+    floor = us(ready.numpy_calls * launch_seconds(device) * len(logits))
+    start = f"| {name} | {size} | {us(copied)} | {us(ready.core_seconds)} | {floor} |"
     calibrator = getattr(method, "calibrator_", None)
     net = getattr(calibrator, "net", None)
     if net is None or getattr(calibrator, "kernel", None) is None:
         return start + " - | - |"
-    trends = [calibrator.shift_trend(batch) for batch in encoded]
+    logits64 = ready.logits64
+    trends = [calibrator.shift_trend(batch) for batch in ready.encoded]
 
     def kernel_on_cpu() -> None:
         for trend, z in zip(trends, logits64, strict=True):
