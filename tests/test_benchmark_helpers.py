@@ -51,6 +51,9 @@ def test_confusion_rates_are_per_true_class(estimate) -> None:
     labels = np.array([0, 0, 0, 1, 1, 1])
     rates = estimate.confusion_rates(predicted, labels, 2)
     np.testing.assert_allclose(rates, [[2 / 3, 1 / 3], [1 / 3, 2 / 3]])
+    # unequal classes: each row divided by its own class's count
+    rates = estimate.confusion_rates(np.array([0, 0, 0, 1]), np.array([0, 0, 1, 1]), 2)
+    np.testing.assert_allclose(rates, [[1.0, 0.0], [0.5, 0.5]])
 
 
 def test_macro_f1_of_rates_weighted_by_a_prior(estimate) -> None:
