@@ -16,12 +16,22 @@ the in-domain test split resampled to a positive rate, a pure label shift) and s
   an estimate could reach if it knew the label distribution: the part of the report's miss that
   the label-distribution estimate causes. It reads test labels: a diagnosis, never an
   estimate;
-- ``rates x estimated prior``: the same rates with the adapter's estimated prior instead.
+- ``rates x estimated prior``: the same rates with the adapter's estimated prior instead;
+- ``floor``: the standard deviation (points) of the macro-F1 estimate of the *best* unbiased
+  estimator of the label distribution that reads the model's scores, and its chance of landing
+  within 2 points (:func:`estimate_floor`): the Cramer-Rao bound of the stream's length, from
+  the scores' class-conditional distributions on the held-out rows, carried to the macro-F1
+  through the held-out confusion rates. It reads the stream's true label distribution (where
+  the bound is taken): a diagnosis of what any estimate could reach, never an estimate.
+
+``--roles development ...`` computes the floor alone (no adapter) on the pure label-shift cells
+of the benchmark's roles (their short streams), source model ``--model`` (default ``logreg``).
 
 Usage:
     python benchmarks/report_estimate.py --data-dir DIR [--cache-dir DIR]
         [--datasets heloc hospital_readmission] [--scenarios prior_0.1 prior_0.5 prior_0.9]
-        [--seeds 0 1 2] [--batch-size 64] [--calibrator auto]
+        [--seeds 0 1 2] [--batch-size 64] [--calibrator auto] [--bins 20]
+    python benchmarks/report_estimate.py --data-dir DIR --roles development [--model logreg]
 
 ``--calibrator`` is ``AdapTable(calibrator=...)``: ``auto`` (the default preset's: none), or a
 calibrator fitted on the held-out rows (``temperature``, ``platt``, ...) whose posteriors the
@@ -35,6 +45,7 @@ import warnings
 
 import numpy as np
 import torch
+from scipy.stats import norm
 from sklearn.metrics import f1_score
 
 from adaptable import AdapTable, datasets, models, shifts
@@ -54,7 +65,78 @@ def confusion_rates(predicted: np.ndarray, labels: np.ndarray, n_classes: int) -
     return np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
 
 
-def one_stream(model, method, dataset, scenario: str, seed: int, batch_size: int) -> dict:
+def score_bins(proba: np.ndarray, reference: np.ndarray, bins: int) -> np.ndarray:
+    """Each row's bin of the model's scores: its argmax class, then a quantile bin (``bins``
+    per class, edges from the ``reference`` rows predicting that class) of its top probability;
+    bin index ``argmax * bins + quantile bin``."""
+    top, predicted = proba.max(axis=1), proba.argmax(axis=1)
+    ref_top, ref_predicted = reference.max(axis=1), reference.argmax(axis=1)
+    out = np.empty(len(proba), dtype=np.int64)
+    for k in range(proba.shape[1]):
+        mine = ref_top[ref_predicted == k]
+        edges = np.quantile(mine, np.linspace(0, 1, bins + 1)[1:-1]) if len(mine) else []
+        rows = predicted == k
+        out[rows] = k * bins + np.searchsorted(edges, top[rows])
+    return out
+
+
+def prior_information(
+    proba: np.ndarray, labels: np.ndarray, prior: np.ndarray, bins: int = 20
+) -> np.ndarray:
+    """The Fisher information of one unlabelled row about the label distribution, in the free
+    coordinates q_1 .. q_{C-1} (q_C = 1 - their sum), when what is seen of the row is the bin of
+    its scores (:func:`score_bins`): I_ij = sum_b (f_i(b) - f_C(b)) (f_j(b) - f_C(b)) / m(b),
+    f_y the bins' frequencies among the labelled rows of class y, m = sum_y q_y f_y, (C-1, C-1).
+    Under pure label shift f_y carries over to the target; the held-out rows estimate it."""
+    n_classes = proba.shape[1]
+    codes = score_bins(proba, proba, bins)
+    freq = np.stack(
+        [np.bincount(codes[labels == y], minlength=n_classes * bins) / max((labels == y).sum(), 1)
+         for y in range(n_classes)]
+    )  # fmt: skip
+    mixture = prior @ freq
+    seen = mixture > 0
+    slopes = (freq[:-1] - freq[-1])[:, seen]
+    return (slopes / mixture[seen]) @ slopes.T
+
+
+def macro_f1_gradient(rates: np.ndarray, prior: np.ndarray, step: float = 1e-4) -> np.ndarray:
+    """d macro-F1 (points) / d q_i in the free coordinates, of the expected confusion
+    ``prior[:, None] * rates`` (central differences), (C-1,)."""
+    out = np.empty(len(prior) - 1)
+    for i in range(len(prior) - 1):
+        move = np.zeros(len(prior))
+        move[i], move[-1] = step, -step
+        out[i] = (macro_f1((prior + move)[:, None] * rates) - macro_f1(
+            (prior - move)[:, None] * rates)) / (2 * step)  # fmt: skip
+    return out
+
+
+def estimate_floor(
+    proba: np.ndarray, labels: np.ndarray, rows: int, prior: np.ndarray, bins: int = 20
+) -> tuple[float, float]:
+    """The standard deviation (points) of the macro-F1 estimate ``prior_hat[:, None] * rates``
+    when ``prior_hat`` is an efficient unbiased estimate of the label distribution ``prior``
+    from ``rows`` unlabelled rows (covariance: the inverse Fisher information of
+    :func:`prior_information`, over ``rows``), and the chance that a normal error with that
+    deviation stays within 2 points. ``proba``, ``labels``: held-out rows. Information that is
+    singular (scores that say nothing of some class) gives an infinite deviation, chance 0."""
+    prior = np.asarray(prior, dtype=np.float64)
+    n_classes = proba.shape[1]
+    rates = confusion_rates(proba.argmax(axis=1), labels, n_classes)
+    information = prior_information(proba, labels, prior, bins)
+    try:
+        covariance = np.linalg.inv(information) / rows
+    except np.linalg.LinAlgError:
+        return float("inf"), 0.0
+    gradient = macro_f1_gradient(rates, prior)
+    sd = float(np.sqrt(max(gradient @ covariance @ gradient, 0.0)))
+    return sd, float(2 * norm.cdf(2 / sd) - 1) if sd > 0 else 1.0
+
+
+def one_stream(
+    model, method, dataset, scenario: str, seed: int, batch_size: int, bins: int = 20
+) -> dict:
     """The figures of one stream (see the module docstring)."""
     stream = shifts.apply(scenario, dataset, seed=seed)
     X, y = stream.X.reset_index(drop=True), np.asarray(stream.y)
@@ -66,10 +148,10 @@ def one_stream(model, method, dataset, scenario: str, seed: int, batch_size: int
     adapter, source = np.concatenate(adapted), model.predict_proba(X).argmax(axis=1)
     last = method.report().iloc[-1]
     n_classes = dataset.n_classes
-    held_out = confusion_rates(
-        model.predict_proba(dataset.valid.X).argmax(axis=1), np.asarray(dataset.valid.y), n_classes
-    )
+    valid_proba, valid_y = model.predict_proba(dataset.valid.X), np.asarray(dataset.valid.y)
+    held_out = confusion_rates(valid_proba.argmax(axis=1), valid_y, n_classes)
     truth = np.bincount(y, minlength=n_classes) / len(y)
+    floor_sd, floor_chance = estimate_floor(valid_proba, valid_y, len(y), truth, bins)
     estimated = np.array([last[f"prior_{k}"] for k in range(n_classes)])
     labels = list(range(n_classes))
     return {
@@ -84,7 +166,42 @@ def one_stream(model, method, dataset, scenario: str, seed: int, batch_size: int
         "rates_estimated_prior": macro_f1(estimated[:, None] * held_out)
         if np.isfinite(estimated).all()
         else float("nan"),
+        "floor_sd": floor_sd,
+        "floor_chance": floor_chance,
     }
+
+
+def role_floors(args: argparse.Namespace) -> None:
+    """The floor alone on the pure label-shift cells of ``args.roles`` (module docstring)."""
+    from adaptable.datasets.benchmark_cases import by_role
+    from adaptable.experiments.benchmark import role_cases
+    from adaptable.experiments.runner import RunContext, fit_experiment, shifted_stream
+    from adaptable.experiments.spec import ExperimentSpec
+
+    context = RunContext(data_dir=args.data_dir, cache_dir=args.cache_dir, device="cpu")
+    print("| role | dataset | scenario | seed | rows | floor: sd of the estimate | within 2 |")
+    print("|---|---|---|---|---|---|---|")
+    chances: dict[str, list[float]] = {}
+    for role in args.roles:
+        for name, scenario in role_cases(by_role(role)):
+            if scenario == "natural":
+                continue
+            for seed in args.seeds:
+                spec = ExperimentSpec(name, scenario, args.model, "source", seed)
+                fitted = fit_experiment(spec, context)
+                y = np.asarray(shifted_stream(fitted, scenario, context).y)
+                data = fitted.dataset
+                truth = np.bincount(y, minlength=data.n_classes) / len(y)
+                sd, chance = estimate_floor(
+                    fitted.model.predict_proba(data.valid.X), np.asarray(data.valid.y),
+                    len(y), truth, args.bins,
+                )  # fmt: skip
+                chances.setdefault(role, []).append(chance)
+                print(f"| {role} | {name} | {scenario} | {seed} | {len(y)} | {sd:.1f} | "
+                      f"{chance:.0%} |", flush=True)  # fmt: skip
+    for role, values in chances.items():
+        print(f"\n{role}: {len(values)} streams; the best unbiased estimate would land within 2 "
+              f"points on {np.mean(values):.0%} of them (expected share)")  # fmt: skip
 
 
 def main() -> None:
@@ -96,15 +213,22 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--calibrator", default="auto", help="AdapTable(calibrator=...)")
+    parser.add_argument("--bins", type=int, default=20, help="score bins per class (the floor)")
+    parser.add_argument("--roles", nargs="+", default=None, help="the floor on these roles")
+    parser.add_argument("--model", default="logreg", help="source model of --roles")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
+    if args.roles:
+        role_floors(args)
+        return
     print(
         "| dataset | scenario | seed | rows | source: report / real | adapter: report / real | "
-        "positive rate: estimated / true | source: rates x true prior | rates x estimated prior |"
+        "positive rate: estimated / true | source: rates x true prior | rates x estimated prior | "
+        "floor: sd / within 2 |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
-    errors = []
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    errors, floors = [], []
     for name in args.datasets:
         dataset = datasets.load(name, data_dir=args.data_dir)
         model = models.train("mlp", dataset, seed=0, cache_dir=args.cache_dir, device="cpu")
@@ -113,13 +237,14 @@ def main() -> None:
         )
         for scenario in args.scenarios:
             for seed in args.seeds:
-                r = one_stream(model, method, dataset, scenario, seed, args.batch_size)
+                r = one_stream(model, method, dataset, scenario, seed, args.batch_size, args.bins)
                 print(
                     f"| {name} | {scenario} | {seed} | {r['rows']} | "
                     f"{r['source_estimate']:.1f} / {r['source_real']:.1f} | "
                     f"{r['adapter_estimate']:.1f} / {r['adapter_real']:.1f} | "
                     f"{r['prior_estimate']:.3f} / {r['prior_true']:.3f} | "
-                    f"{r['rates_true_prior']:.1f} | {r['rates_estimated_prior']:.1f} |",
+                    f"{r['rates_true_prior']:.1f} | {r['rates_estimated_prior']:.1f} | "
+                    f"{r['floor_sd']:.1f} / {r['floor_chance']:.0%} |",
                     flush=True,
                 )
                 errors.append(
@@ -130,13 +255,15 @@ def main() -> None:
                         r["rates_estimated_prior"] - r["source_real"],
                     ]
                 )
+                floors.append(r["floor_chance"])
     e = np.abs(np.array(errors))
     print(
         f"\n{len(e)} streams. Within 2 points / mean absolute error: report, unadapted model "
         f"{(e[:, 0] <= 2).mean():.0%} / {e[:, 0].mean():.1f}; report, adapter "
         f"{(e[:, 1] <= 2).mean():.0%} / {e[:, 1].mean():.1f}; rates x true prior "
         f"{(e[:, 2] <= 2).mean():.0%} / {e[:, 2].mean():.1f}; rates x estimated prior "
-        f"{np.nanmean(e[:, 3] <= 2):.0%} / {np.nanmean(e[:, 3]):.1f}"
+        f"{np.nanmean(e[:, 3] <= 2):.0%} / {np.nanmean(e[:, 3]):.1f}. The best unbiased "
+        f"estimate would land within 2 points on {np.mean(floors):.0%} of them (expected share)"
     )
 
 

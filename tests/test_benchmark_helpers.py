@@ -67,3 +67,59 @@ def test_macro_f1_of_rates_weighted_by_a_prior(estimate) -> None:
     assert estimate.macro_f1(np.array([[1.0, 0.0], [0.0, 0.0]])) == pytest.approx(
         100 * score(np.array([[1.0, 0.0], [0.0, 0.0]]), "macro_f1")
     )
+
+
+def _two_class_scores(predicted_0: list[int], predicted_1: list[int]) -> tuple:
+    """Held-out rows of classes 0 and 1 with the given argmax classes (one score bin each)."""
+    rows = {0: [0.9, 0.1], 1: [0.2, 0.8]}
+    proba = np.array([rows[k] for k in predicted_0 + predicted_1])
+    labels = np.array([0] * len(predicted_0) + [1] * len(predicted_1))
+    return proba, labels
+
+
+def test_prior_information_of_separating_useless_and_partial_scores(estimate) -> None:
+    # scores that separate the classes: the information of a labelled row, 1 / (q_0 q_1)
+    proba, labels = _two_class_scores([0, 0, 0], [1, 1])
+    info = estimate.prior_information(proba, labels, np.array([0.3, 0.7]), bins=1)
+    np.testing.assert_allclose(info, [[1 / 0.21]])
+    # scores that say nothing (every row alike): none
+    same = np.tile([0.6, 0.4], (6, 1))
+    info = estimate.prior_information(same, np.array([0, 0, 0, 1, 1, 1]), np.array([0.5, 0.5]))
+    np.testing.assert_allclose(info, [[0.0]], atol=1e-12)
+    # 75 % right on each class, q = (0.8, 0.2): bins' mixture (0.65, 0.35)
+    proba, labels = _two_class_scores([0, 0, 0, 1], [0, 1, 1, 1])
+    info = estimate.prior_information(proba, labels, np.array([0.8, 0.2]), bins=1)
+    np.testing.assert_allclose(info, [[0.25 / 0.65 + 0.25 / 0.35]])
+
+
+def test_estimate_floor_is_the_cramer_rao_deviation_carried_to_the_macro_f1(estimate) -> None:
+    proba, labels = _two_class_scores([0, 0, 0, 1], [0, 1, 1, 1])
+    prior, rows = np.array([0.8, 0.2]), 400
+
+    def f1(q0: float) -> float:  # macro-F1 (points) of rates [[.75, .25], [.25, .75]]
+        q1 = 1 - q0
+        f1_0 = 1.5 * q0 / (1.5 * q0 + 0.25 * q1 + 0.25 * q0)
+        f1_1 = 1.5 * q1 / (1.5 * q1 + 0.25 * q0 + 0.25 * q1)
+        return 50 * (f1_0 + f1_1)
+
+    gradient = (f1(0.8 + 1e-6) - f1(0.8 - 1e-6)) / 2e-6
+    sd = abs(gradient) / np.sqrt(rows * (0.25 / 0.65 + 0.25 / 0.35))
+    got_sd, chance = estimate.estimate_floor(proba, labels, rows, prior, bins=1)
+    assert got_sd == pytest.approx(sd, rel=1e-5)
+    assert chance == pytest.approx(2 * scipy_norm_cdf(2 / sd) - 1, rel=1e-5)
+    # four times the rows, half the deviation
+    assert estimate.estimate_floor(proba, labels, 4 * rows, prior, bins=1)[0] == pytest.approx(
+        sd / 2, rel=1e-5
+    )
+    # scores that say nothing of the label distribution: no estimate can be trusted
+    same = np.tile([0.6, 0.4], (6, 1))
+    assert estimate.estimate_floor(same, np.array([0, 0, 0, 1, 1, 1]), rows, prior) == (
+        float("inf"),
+        0.0,
+    )
+
+
+def scipy_norm_cdf(x: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.cdf(x))
