@@ -24,14 +24,19 @@ the in-domain test split resampled to a positive rate, a pure label shift) and s
   through the held-out confusion rates. It reads the stream's true label distribution (where
   the bound is taken): a diagnosis of what any estimate could reach, never an estimate.
 
-``--roles development ...`` computes the floor alone (no adapter) on the pure label-shift cells
-of the benchmark's roles (their short streams), source model ``--model`` (default ``logreg``).
+- ``calibration-free``: the report's ``calibration_free_*_so_far`` (BBSE-soft's label
+  distribution and the held-out confusion rates; :mod:`adaptable.core.heldout_estimate`).
+
+``--roles development ...`` runs the same comparison and the floor on the pure label-shift cells
+of the benchmark's roles (their short streams; ``--domain`` adds the domain splits), source
+model ``--model`` (default ``logreg``).
 
 Usage:
     python benchmarks/report_estimate.py --data-dir DIR [--cache-dir DIR]
         [--datasets heloc hospital_readmission] [--scenarios prior_0.1 prior_0.5 prior_0.9]
         [--seeds 0 1 2] [--batch-size 64] [--calibrator auto] [--bins 20]
     python benchmarks/report_estimate.py --data-dir DIR --roles development [--model logreg]
+        [--domain]
 
 ``--calibrator`` is ``AdapTable(calibrator=...)``: ``auto`` (the default preset's: none), or a
 calibrator fitted on the held-out rows (``temperature``, ``platt``, ...) whose posteriors the
@@ -166,42 +171,88 @@ def one_stream(
         "rates_estimated_prior": macro_f1(estimated[:, None] * held_out)
         if np.isfinite(estimated).all()
         else float("nan"),
+        "free_source": 100 * last["calibration_free_source_so_far"],
+        "free_adapter": 100 * last["calibration_free_adapter_so_far"],
         "floor_sd": floor_sd,
         "floor_chance": floor_chance,
     }
 
 
-def role_floors(args: argparse.Namespace) -> None:
-    """The floor alone on the pure label-shift cells of ``args.roles`` (module docstring)."""
+def role_estimates(args: argparse.Namespace) -> None:
+    """On the cells of ``args.roles`` (pure label shifts; with ``--domain`` the domain splits
+    too), source model ``args.model``: the default adapts each stream without labels, and the
+    report's two estimates over the whole stream (the posteriors' ``estimated_*_so_far``, the
+    ``calibration_free_*_so_far``; NaN where the moment test rejected at the end) are set beside
+    the realised macro-F1, with the floor on the label shifts."""
     from adaptable.datasets.benchmark_cases import by_role
     from adaptable.experiments.benchmark import role_cases
-    from adaptable.experiments.runner import RunContext, fit_experiment, shifted_stream
+    from adaptable.experiments.runner import (
+        RunContext,
+        fit_experiment,
+        predict_stream,
+        shifted_stream,
+    )
     from adaptable.experiments.spec import ExperimentSpec
 
     context = RunContext(data_dir=args.data_dir, cache_dir=args.cache_dir, device="cpu")
-    print("| role | dataset | scenario | seed | rows | floor: sd of the estimate | within 2 |")
-    print("|---|---|---|---|---|---|---|")
-    chances: dict[str, list[float]] = {}
+    print("| role | dataset | scenario | seed | rows | source: report / calibration-free / real "
+          "| adapter: report / calibration-free / real | floor: sd / within 2 |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    errors: dict[tuple[str, str], list[list[float]]] = {}
     for role in args.roles:
         for name, scenario in role_cases(by_role(role)):
-            if scenario == "natural":
+            if scenario == "natural" and not args.domain:
                 continue
             for seed in args.seeds:
-                spec = ExperimentSpec(name, scenario, args.model, "source", seed)
+                spec = ExperimentSpec(name, scenario, args.model, "adaptable", seed)
                 fitted = fit_experiment(spec, context)
-                y = np.asarray(shifted_stream(fitted, scenario, context).y)
-                data = fitted.dataset
-                truth = np.bincount(y, minlength=data.n_classes) / len(y)
-                sd, chance = estimate_floor(
-                    fitted.model.predict_proba(data.valid.X), np.asarray(data.valid.y),
-                    len(y), truth, args.bins,
-                )  # fmt: skip
-                chances.setdefault(role, []).append(chance)
-                print(f"| {role} | {name} | {scenario} | {seed} | {len(y)} | {sd:.1f} | "
-                      f"{chance:.0%} |", flush=True)  # fmt: skip
-    for role, values in chances.items():
-        print(f"\n{role}: {len(values)} streams; the best unbiased estimate would land within 2 "
-              f"points on {np.mean(values):.0%} of them (expected share)")  # fmt: skip
+                stream = shifted_stream(fitted, scenario, context)
+                labels = list(range(fitted.dataset.n_classes))
+                y, adapted = [], []
+                for batch in predict_stream(fitted, stream):
+                    y.append(batch.y)
+                    adapted.append(batch.proba.argmax(axis=1))
+                y_all = np.concatenate(y)
+                source = fitted.model.predict_proba(stream.X).argmax(axis=1)
+                real = [100 * f1_score(y_all, p, average="macro", labels=labels)
+                        for p in (source, np.concatenate(adapted))]  # fmt: skip
+                last = fitted.method.report().iloc[-1]
+                report = [100 * last[f"estimated_{w}_so_far"] for w in ("source", "adapter")]
+                free = [100 * last[f"calibration_free_{w}_so_far"] for w in ("source", "adapter")]
+                floor = "-"
+                if scenario != "natural":
+                    data = fitted.dataset
+                    truth = np.bincount(y_all, minlength=data.n_classes) / len(y_all)
+                    sd, chance = estimate_floor(
+                        fitted.model.predict_proba(data.valid.X), np.asarray(data.valid.y),
+                        len(y_all), truth, args.bins,
+                    )  # fmt: skip
+                    floor = f"{sd:.1f} / {chance:.0%}"
+                kind = "domain split" if scenario == "natural" else "label shift"
+                errors.setdefault((role, kind), []).append(
+                    [r - t for r, t in zip(report, real, strict=True)]
+                    + [f - t for f, t in zip(free, real, strict=True)]
+                )
+                print(
+                    f"| {role} | {name} | {scenario} | {seed} | {len(y_all)} | "
+                    f"{report[0]:.1f} / {free[0]:.1f} / {real[0]:.1f} | "
+                    f"{report[1]:.1f} / {free[1]:.1f} / {real[1]:.1f} | {floor} |",
+                    flush=True,
+                )
+    print("\n| role | kind | streams | calibration-free given | within 2 points, source: "
+          "report / calibration-free | adapter | mean abs error, source: report / "
+          "calibration-free | adapter |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for (role, kind), rows in errors.items():
+        e = np.abs(np.array(rows))
+        given = np.isfinite(e[:, 2])
+        within, mae = [], []
+        for report_col, free_col in ((0, 2), (1, 3)):
+            r, f = e[given, report_col], e[given, free_col]
+            within.append(f"{np.mean(r <= 2):.0%} / {np.mean(f <= 2):.0%}" if given.any() else "-")
+            mae.append(f"{r.mean():.1f} / {f.mean():.1f}" if given.any() else "-")
+        print(f"| {role} | {kind} | {len(e)} | {given.sum()} | {within[0]} | {within[1]} | "
+              f"{mae[0]} | {mae[1]} |")  # fmt: skip
 
 
 def main() -> None:
@@ -214,16 +265,18 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--calibrator", default="auto", help="AdapTable(calibrator=...)")
     parser.add_argument("--bins", type=int, default=20, help="score bins per class (the floor)")
-    parser.add_argument("--roles", nargs="+", default=None, help="the floor on these roles")
+    parser.add_argument("--roles", nargs="+", default=None, help="these roles' streams instead")
     parser.add_argument("--model", default="logreg", help="source model of --roles")
+    parser.add_argument("--domain", action="store_true", help="--roles: the domain splits too")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
     if args.roles:
-        role_floors(args)
+        role_estimates(args)
         return
     print(
-        "| dataset | scenario | seed | rows | source: report / real | adapter: report / real | "
+        "| dataset | scenario | seed | rows | source: report / calibration-free / real | "
+        "adapter: report / calibration-free / real | "
         "positive rate: estimated / true | source: rates x true prior | rates x estimated prior | "
         "floor: sd / within 2 |"
     )
@@ -240,8 +293,9 @@ def main() -> None:
                 r = one_stream(model, method, dataset, scenario, seed, args.batch_size, args.bins)
                 print(
                     f"| {name} | {scenario} | {seed} | {r['rows']} | "
-                    f"{r['source_estimate']:.1f} / {r['source_real']:.1f} | "
-                    f"{r['adapter_estimate']:.1f} / {r['adapter_real']:.1f} | "
+                    f"{r['source_estimate']:.1f} / {r['free_source']:.1f} / "
+                    f"{r['source_real']:.1f} | {r['adapter_estimate']:.1f} / "
+                    f"{r['free_adapter']:.1f} / {r['adapter_real']:.1f} | "
                     f"{r['prior_estimate']:.3f} / {r['prior_true']:.3f} | "
                     f"{r['rates_true_prior']:.1f} | {r['rates_estimated_prior']:.1f} | "
                     f"{r['floor_sd']:.1f} / {r['floor_chance']:.0%} |",
@@ -253,6 +307,8 @@ def main() -> None:
                         r["adapter_estimate"] - r["adapter_real"],
                         r["rates_true_prior"] - r["source_real"],
                         r["rates_estimated_prior"] - r["source_real"],
+                        r["free_source"] - r["source_real"],
+                        r["free_adapter"] - r["adapter_real"],
                     ]
                 )
                 floors.append(r["floor_chance"])
@@ -262,7 +318,9 @@ def main() -> None:
         f"{(e[:, 0] <= 2).mean():.0%} / {e[:, 0].mean():.1f}; report, adapter "
         f"{(e[:, 1] <= 2).mean():.0%} / {e[:, 1].mean():.1f}; rates x true prior "
         f"{(e[:, 2] <= 2).mean():.0%} / {e[:, 2].mean():.1f}; rates x estimated prior "
-        f"{np.nanmean(e[:, 3] <= 2):.0%} / {np.nanmean(e[:, 3]):.1f}. The best unbiased "
+        f"{np.nanmean(e[:, 3] <= 2):.0%} / {np.nanmean(e[:, 3]):.1f}; calibration-free, "
+        f"unadapted model {np.nanmean(e[:, 4] <= 2):.0%} / {np.nanmean(e[:, 4]):.1f}, adapter "
+        f"{np.nanmean(e[:, 5] <= 2):.0%} / {np.nanmean(e[:, 5]):.1f}. The best unbiased "
         f"estimate would land within 2 points on {np.mean(floors):.0%} of them (expected share)"
     )
 

@@ -5,7 +5,9 @@ rows, the shift tests' statistics against their thresholds, the rule it used, th
 target label distribution with an interval, the labelled rows received so far, and the
 *expected* confusion matrices of the unadapted model (argmax) and of the adapter under the
 posteriors the adapter believes (the label-shift reading where the moment test accepts, the
-model's own otherwise; :func:`adaptable.core.decision.expected_confusion`). Labels that arrive
+model's own otherwise; :func:`adaptable.core.decision.expected_confusion`), and the model's
+posteriors summed and the rule's class offsets, for the calibration-free estimate of the
+stream so far (:mod:`adaptable.core.heldout_estimate`). Labels that arrive
 later (:meth:`DriftLog.learn`) are matched to the rows they belong to by *row id*: the rows'
 positions in the stream since fit / reset (the first batch's rows are 0 .. n - 1, the next
 batch's follow). A label is scored against the prediction the adapter made for that row, and
@@ -43,6 +45,12 @@ import pandas as pd
 
 from adaptable.core.decision import confusion, score
 from adaptable.core.feedback.prior import dirichlet_interval
+from adaptable.core.heldout_estimate import (
+    bbse_priors,
+    class_offsets,
+    offset_rates,
+    soft_confusion,
+)
 
 #: predicted class codes kept for matching late labels to their rows
 PREDICTION_ROWS = 1 << 16
@@ -68,6 +76,11 @@ class _Batch:
     labelled_counts: np.ndarray
     expected: np.ndarray | None  # (2, C, C): argmax, adapter (None: pending, see DriftLog)
     realised: np.ndarray | None = None  # (2, C, C); None until a label arrives
+    #: the sum of the model's posteriors over the batch's rows, (C,), and the adapter's class
+    #: offsets on them (:func:`~adaptable.core.heldout_estimate.class_offsets`), (C,); NaN
+    #: where not known (a record given its expected matrices, or no offset rule)
+    model_mass: np.ndarray | None = None
+    offset: np.ndarray | None = None
 
 
 #: the per-batch numbers saved as one (batches, len) array, in this order
@@ -103,7 +116,13 @@ class DriftLog:
         self.n_classes = int(n_classes)
         self.objective = objective
         self.prediction_rows = int(prediction_rows)
+        self._heldout: tuple[np.ndarray, np.ndarray] | None = None
         self.reset()
+
+    def use_heldout(self, log_posteriors: np.ndarray, labels: np.ndarray) -> None:
+        """The held-out source rows (the model's log-posteriors (m, C), label codes (m,); kept,
+        not copied) from which the report's calibration-free columns are estimated."""
+        self._heldout = (log_posteriors, np.asarray(labels, dtype=np.int64))
 
     def reset(self) -> None:
         """Forget every record."""
@@ -120,8 +139,8 @@ class DriftLog:
         self.n_rows = 0
         self.unscored = 0
         #: records whose expected matrices are still to compute: (batch index, posteriors,
-        #: the model's posteriors, the adapter's predictions)
-        self._pending: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+        #: the model's posteriors, the adapter's predictions, its output probabilities or None)
+        self._pending: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, Any]] = []
         self._pending_rows = 0
 
     def __len__(self) -> int:
@@ -146,6 +165,7 @@ class DriftLog:
         n_labelled: int = 0,
         labelled_counts: np.ndarray | None = None,
         logits: np.ndarray | None = None,
+        output: np.ndarray | None = None,
     ) -> None:
         """One adapted batch.
 
@@ -168,6 +188,8 @@ class DriftLog:
             labelled_counts: their counts per class, (C,) (copied).
             logits: the model's logits of the rows, (rows, C) (copied; kept with the
                 predicted codes, for :meth:`kept_logits`).
+            output: the adapter's output probabilities, (rows, C), with ``posteriors``: the
+                class offsets of its rule are read from them (kept like ``posteriors``).
 
         Raises:
             ValueError: neither ``expected`` nor both ``posteriors`` and ``source_proba``.
@@ -199,7 +221,7 @@ class DriftLog:
         self._keep(np.asarray(predictions, dtype=np.int16))
         self.n_rows += rows
         if expected is None:
-            self._pending.append((index, posteriors, source_proba, predictions))
+            self._pending.append((index, posteriors, source_proba, predictions, output))
             self._pending_rows += rows
             if self._pending_rows >= PENDING_ROWS:
                 self._settle()
@@ -214,13 +236,20 @@ class DriftLog:
         indices = [p[0] for p in pending]
         sizes = [len(p[3]) for p in pending]
         posteriors = np.concatenate([p[1] for p in pending]).astype(np.float64, copy=False)
-        source = np.concatenate([p[2] for p in pending]).argmax(axis=1)
+        model_proba = np.concatenate([p[2] for p in pending]).astype(np.float64, copy=False)
+        source = model_proba.argmax(axis=1)
         adapter = np.concatenate([p[3] for p in pending])
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         nonempty = np.asarray(sizes) > 0
         sums = np.zeros((len(pending), 2, c, c))
+        masses = np.zeros((len(pending), c))
+        offsets = np.full((len(pending), c), np.nan)
         if nonempty.any():
             starts = starts[nonempty]
+            masses[nonempty] = np.add.reduceat(model_proba, starts, axis=0)
+            if all(p[4] is not None for p in pending):
+                output = np.concatenate([p[4] for p in pending])
+                offsets[nonempty] = class_offsets(output, model_proba, adapter, starts)
             # column k of rule r: each batch's sum of the posteriors of the rows r predicts k
             # (one segmented sum over the rows per column: fewer, larger numpy calls than a
             # product per batch)
@@ -228,8 +257,9 @@ class DriftLog:
                 for k in range(c):
                     rows = posteriors * (predicted == k)[:, None]
                     sums[nonempty, rule, :, k] = np.add.reduceat(rows, starts, axis=0)
-        for index, matrices in zip(indices, sums, strict=True):
-            self._batches[index].expected = matrices
+        for index, matrices, mass, offset in zip(indices, sums, masses, offsets, strict=True):
+            record = self._batches[index]
+            record.expected, record.model_mass, record.offset = matrices, mass, offset
 
     def _keep(self, codes: np.ndarray) -> None:
         """The latest batch's predicted codes; the oldest batches' dropped past the budget."""
@@ -338,7 +368,13 @@ class DriftLog:
         objective of the batch and of the stream so far (through this batch), estimated from
         the posteriors (``estimated_source``, ``estimated_adapter``, ``..._so_far``) and
         realised on the labels that have arrived for the batch's rows (``realised_rows``,
-        ``realised_source``, ``realised_adapter``, ``..._so_far``; NaN without labels).
+        ``realised_source``, ``realised_adapter``, ``..._so_far``; NaN without labels); and,
+        over the stream so far, a calibration-free estimate valid under pure label shift
+        (:mod:`adaptable.core.heldout_estimate`; NaN where the moment test rejects it):
+        ``calibration_free_prior_k`` (BBSE-soft) and the objective from the held-out confusion
+        rates under it, ``calibration_free_source_so_far`` and
+        ``calibration_free_adapter_so_far``. Unlike the posteriors' estimate it does not
+        depend on the model's calibration; it is noisy on short streams.
         """
         names = [str(k) for k in (range(self.n_classes) if classes is None else classes)]
         self._settle()
@@ -375,7 +411,40 @@ class DriftLog:
                 data[f"{kind}_{who}"] = batch_scores[:, r]
                 data[f"{kind}_{who}_so_far"] = so_far[:, r]
         data["realised_rows"] = realised[:, 0].sum(axis=(1, 2))
+        free_prior, free_scores = self._calibration_free()
+        free_prior[data["shift_rejects"]] = np.nan
+        free_scores[data["shift_rejects"]] = np.nan
+        for k, name in enumerate(names):
+            data[f"calibration_free_prior_{name}"] = free_prior[:, k]
+        data["calibration_free_source_so_far"] = free_scores[:, 0]
+        data["calibration_free_adapter_so_far"] = free_scores[:, 1]
         return pd.DataFrame(data)
+
+    def _calibration_free(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per batch, over the stream so far: the BBSE-soft label distribution (B, C) and the
+        objective of the unadapted model and of the adapter from the held-out confusion rates
+        under it (B, 2) (:mod:`adaptable.core.heldout_estimate`); NaN without held-out rows or
+        the batches' model posteriors, and for the adapter from a batch whose rule is no class
+        offset on."""
+        b, c = self._batches, self.n_classes
+        nan = np.full((len(b), c), np.nan), np.full((len(b), 2), np.nan)
+        if self._heldout is None or any(x.model_mass is None for x in b):
+            return nan
+        log_posteriors, labels = self._heldout
+        rows = np.array([x.rows for x in b], dtype=np.float64)
+        seen = np.cumsum(rows)
+        mean = (
+            np.cumsum(np.stack([x.model_mass for x in b]), axis=0) / np.maximum(seen, 1.0)[:, None]
+        )
+        shares = np.bincount(labels, minlength=c) / max(len(labels), 1)
+        prior = bbse_priors(mean, soft_confusion(log_posteriors, labels), shares)
+        source_rates = offset_rates(log_posteriors, labels, np.zeros((1, c)))[0]
+        offsets = np.stack([np.full(c, np.nan) if x.offset is None else x.offset for x in b])
+        rates = offset_rates(log_posteriors, labels, offsets) * rows[:, None, None]
+        counts = np.stack([seen[:, None, None] * source_rates, np.cumsum(rates, axis=0)], axis=1)
+        matrices = counts * prior[:, None, :, None]
+        prior[seen == 0] = np.nan
+        return prior, _scores(matrices, self.objective)
 
     def _realised(self, record: _Batch) -> np.ndarray:
         c = self.n_classes
@@ -398,6 +467,10 @@ class DriftLog:
             if b
             else np.zeros((0, 4, c, c))
         )
+        nan = np.full(c, np.nan)
+        inputs = np.array(
+            [[nan if v is None else v for v in (x.model_mass, x.offset)] for x in b]
+        ).reshape(-1, 2, c)
         rules = "\n".join(x.rule for x in b).encode()
         codes = list(self._predictions.values())
         # the kept logits, saved only where every kept batch has them (else none: labels by
@@ -413,6 +486,8 @@ class DriftLog:
             "scalars_missing": np.isnan(scalars).astype(np.uint8),
             "vectors": np.nan_to_num(vectors),
             "vectors_missing": np.isnan(vectors).astype(np.uint8),
+            "inputs": np.nan_to_num(inputs),
+            "inputs_missing": np.isnan(inputs).astype(np.uint8),
             "matrices": matrices,
             "rules": np.frombuffer(rules, dtype=np.uint8).copy(),
             "predictions": np.concatenate(codes).astype(np.int64) if codes else np.zeros(0),
@@ -434,7 +509,9 @@ class DriftLog:
         n = len(scalars)
         vectors = np.array(arrays.get("vectors", np.zeros((0, 2, c))), dtype=np.float64)
         matrices = np.asarray(arrays.get("matrices", np.zeros((0, 4, c, c))), dtype=np.float64)
-        for name, values in (("scalars", scalars), ("vectors", vectors)):
+        # a file written before the calibration-free columns existed holds no inputs: NaN
+        inputs = np.array(arrays.get("inputs", np.full((n, 2, c), np.nan)), dtype=np.float64)
+        for name, values in (("scalars", scalars), ("vectors", vectors), ("inputs", inputs)):
             missing = np.asarray(arrays.get(f"{name}_missing", np.zeros(0)), dtype=bool)
             if missing.size:
                 if missing.shape != values.shape:
@@ -447,6 +524,7 @@ class DriftLog:
             or scalars.shape != (n, width)
             or vectors.shape != (n, 2, c)
             or matrices.shape != (n, 4, c, c)
+            or inputs.shape != (n, 2, c)
             or len(rules) != n
         ):
             raise ValueError("drift report: arrays of inconsistent shapes.")
@@ -464,6 +542,8 @@ class DriftLog:
                     vectors[i, 1].copy(),
                     matrices[i, :2].copy(),
                     matrices[i, 2:].copy(),
+                    None if np.isnan(inputs[i, 0]).all() else inputs[i, 0].copy(),
+                    inputs[i, 1].copy(),
                 )
             )
             self._append_start(int(s[0]))

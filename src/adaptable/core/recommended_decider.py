@@ -175,6 +175,7 @@ class RecommendedDecider(LabelledRows, Decider):
         self.feedback = self._new_feedback(context.seed)
         self.drift_log = DriftLog(context.n_classes, self.objective)
         self.feedback.fit_heldout(floored_log(softmax(logits)), labels)
+        self.drift_log.use_heldout(*self.feedback.heldout)
         self.reset()
         return self
 

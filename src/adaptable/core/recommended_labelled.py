@@ -255,6 +255,7 @@ class LabelledRows:
             n_labelled=self.feedback.n_labelled,
             labelled_counts=self.feedback.reservoir.counts,
             logits=batch.logits,
+            output=decision.proba,
         )
 
     def _feedback_arrays(self) -> dict[str, np.ndarray]:
@@ -282,6 +283,7 @@ class LabelledRows:
                 part.restore(arrays)
             except (ValueError, KeyError, UnicodeDecodeError) as err:
                 raise reader.error(name, str(err)) from err
+        self.drift_log.use_heldout(*self.feedback.heldout)
 
 
 @functools.lru_cache(maxsize=8)

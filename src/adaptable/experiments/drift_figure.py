@@ -4,10 +4,12 @@
 over the stream's batches:
 
 1. performance: the objective of the unadapted model and of the adapter over the stream so
-   far, estimated from the posteriors (dashed) and realised on the labels that have arrived
-   (solid);
-2. the estimated target label distribution with its 90 % interval, beside the share of each
-   class among the labelled rows (dots) and, where given, the true share of the stream so far;
+   far, estimated from the posteriors (dashed), by the calibration-free estimate where the
+   moment test accepts pure label shift (dash-dot), and realised on the labels that have
+   arrived (solid);
+2. the estimated target label distribution with its 90 % interval, the calibration-free
+   estimate (dash-dot), the share of each class among the labelled rows (dots) and, where
+   given, the true share of the stream so far;
 3. the shift tests against their thresholds: the moment test's z-score over its threshold and
    the likelihood-ratio statistic over its critical value (above 1: the test rejects);
 4. the rule the adapter used on each batch (a change of rule is a step).
@@ -85,6 +87,11 @@ def plot_drift_report(
         estimated = report[f"estimated_{who}_so_far"].to_numpy(dtype=float)
         realised = report[f"realised_{who}_so_far"].to_numpy(dtype=float)
         performance.plot(batch, 100 * estimated, "--", color=colour, label=f"{name}, estimated")
+        free = report.get(f"calibration_free_{who}_so_far")
+        if free is not None and np.isfinite(free.to_numpy(dtype=float)).any():
+            performance.plot(
+                batch, 100 * free, "-.", color=colour, label=f"{name}, calibration-free"
+            )
         if np.isfinite(realised).any():
             performance.plot(batch, 100 * realised, "-", color=colour, label=f"{name}, realised")
     performance.set_ylabel(f"{objective} so far (%)")
@@ -102,6 +109,9 @@ def plot_drift_report(
             alpha=0.2,
             linewidth=0,
         )
+        free_prior = report.get(f"calibration_free_prior_{name}")
+        if free_prior is not None and np.isfinite(free_prior.to_numpy(dtype=float)).any():
+            prior.plot(batch, free_prior, "-.", color=colour, label="calibration-free estimate")
         share = report.get(f"labelled_share_{name}")
         if share is not None and np.isfinite(share.to_numpy(dtype=float)).any():
             prior.plot(batch, share, ".", color=colour, markersize=3, label="labelled share")

@@ -138,6 +138,13 @@ class LabelledFeedback:
         self._heldout_scores, self._heldout_labels = scores.copy(), labels.copy()
         return self
 
+    @property
+    def heldout(self) -> tuple[np.ndarray, np.ndarray]:
+        """The held-out rows' log-posteriors (n, C) and labels (n,) (read-only views)."""
+        scores, labels = self._heldout_scores.view(), self._heldout_labels.view()
+        scores.flags.writeable = labels.flags.writeable = False
+        return scores, labels
+
     # ------------------------------------------------------------------ the stream
     def reset(self) -> None:
         """Forget the labelled rows and the correction (the held-out rows stay)."""

@@ -1,0 +1,104 @@
+"""The drift report's calibration-free estimate: the stream's label distribution by black-box
+shift estimation, and the objective from the held-out rows' confusion rates.
+
+Under pure label shift p(x | y) does not move, so whatever a fixed rule does to the rows of a
+class on the held-out source rows it does on the target too: the rule's confusion rates
+R[y, k] = P(rule predicts k | y), measured on the held-out rows, carry over, and the expected
+confusion of n target rows is n p_t(y) R[y, k]. What remains is p_t, the target label
+distribution. Estimated from the model's posteriors it inherits their miscalibration; black-box
+shift estimation with soft predictions (BBSE-soft; Lipton, Wang and Smola 2018, Section 5)
+needs none: the stream's mean posterior mu satisfies mu = C w with C[i, j] the held-out mean of
+p(yhat = i | x) [y = j] and w_j = p_t(j) / p_s(j), so w = C^{-1} mu. It is unbiased whatever the
+calibration, and noisy on short streams (no prior to shrink towards).
+
+The adapter's rule on a batch is a class offset on the model's log-posteriors (argmax of
+log p(y | x) + b) for every unlabelled rule and the labelled rules that re-weight classes:
+:func:`class_offsets` reads b from the output where it reproduces the batch's decisions, and
+:func:`offset_rates` measures that rule on the held-out rows. A rule that is no offset (a
+fitted score correction that scales the scores) has none, and its estimate is NaN.
+
+Valid only under pure label shift: the report shows it where the moment test accepts.
+
+>>> soft = np.array([[0.4, 0.1], [0.1, 0.4]])  # held-out joint (yhat, y), balanced source
+>>> bbse_priors(np.array([[0.7, 0.3]]), soft, np.array([0.5, 0.5])).round(3).tolist()
+[[0.833, 0.167]]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def soft_confusion(log_posteriors: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """C[i, j] = mean over the rows of p(yhat = i | x) [y = j], (C, C), from log-posteriors
+    (n, C) and label codes (n,)."""
+    n_classes = log_posteriors.shape[1]
+    proba = np.exp(log_posteriors)
+    joint = np.zeros((n_classes, n_classes))
+    np.add.at(joint.T, labels, proba)
+    return joint / max(len(labels), 1)
+
+
+def bbse_priors(
+    mean_posteriors: np.ndarray, soft: np.ndarray, label_shares: np.ndarray
+) -> np.ndarray:
+    """BBSE-soft's label distributions for several streams' mean posteriors (B, C): w solves
+    ``soft @ w = mu`` (least squares: the held-out matrix can be singular), clipped at zero,
+    times the held-out label shares, normalised; the held-out shares where every weight clips.
+    Returns (B, C)."""
+    weights = np.linalg.lstsq(soft, np.asarray(mean_posteriors, dtype=np.float64).T, rcond=None)[0]
+    priors = np.clip(weights, 0.0, None).T * label_shares
+    totals = priors.sum(axis=1, keepdims=True)
+    return np.where(totals > 0, priors / np.where(totals > 0, totals, 1.0), label_shares)
+
+
+def class_offsets(
+    output: np.ndarray, model_proba: np.ndarray, predictions: np.ndarray, starts: np.ndarray
+) -> np.ndarray:
+    """Each batch's class offsets b (C,) of its rule on the model's log-posteriors, centred to
+    mean zero: read from the batch's first row (log output - log model), and kept where the
+    offset reproduces the rule's decisions on every row of the batch (argmax of
+    model_proba * exp(b) equals ``predictions``), NaN otherwise (a rule that scales the scores,
+    or a first row with a zero probability). The batches' rows stacked: ``output``,
+    ``model_proba`` (n, C), ``predictions`` (n,); each batch's first row ``starts`` (B,).
+    Returns (B, C)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = output[starts] / model_proba[starts]
+        offsets = np.log(ratio)
+    offsets -= offsets.mean(axis=1, keepdims=True)
+    sizes = np.diff(np.append(starts, len(output)))
+    decided = (model_proba * np.repeat(ratio, sizes, axis=0)).argmax(axis=1) == predictions
+    valid = np.logical_and.reduceat(decided, starts) & np.isfinite(offsets).all(axis=1)
+    return np.where(valid[:, None], offsets, np.nan)
+
+
+def offset_rates(log_posteriors: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The rates R[y, k] = P(argmax(log p + b) = k | y) on the held-out rows of each offset b
+    (B, C), (B, C, C); NaN rows of ``offsets`` give NaN. A class absent from the held-out rows
+    has rates 0."""
+    n_batches, n_classes = offsets.shape
+    out = np.full((n_batches, n_classes, n_classes), np.nan)
+    known = np.isfinite(offsets).all(axis=1)
+    counts = np.bincount(labels, minlength=n_classes).astype(np.float64)
+    per_class = np.where(counts > 0, 1.0 / np.maximum(counts, 1.0), 0.0)
+    if n_classes == 2:
+        # argmax picks class 1 where log p_1 + b_1 > log p_0 + b_0 (a tie goes to class 0):
+        # the share of each class's held-out log-odds above b_0 - b_1, by one sorted search
+        odds = log_posteriors[:, 1] - log_posteriors[:, 0]
+        cut = offsets[known, 0] - offsets[known, 1]
+        ones = np.empty((len(cut), 2))
+        for y in range(2):
+            sorted_odds = np.sort(odds[labels == y])
+            ones[:, y] = (len(sorted_odds) - np.searchsorted(sorted_odds, cut, side="right")) * (
+                per_class[y]
+            )
+        rates = np.empty((len(cut), 2, 2))
+        rates[:, :, 1] = ones
+        rates[:, :, 0] = np.where(counts > 0, 1.0 - ones, 0.0)
+        out[known] = rates
+        return out
+    for index in np.flatnonzero(known):
+        predicted = (log_posteriors + offsets[index]).argmax(axis=1)
+        cells = np.bincount(labels * n_classes + predicted, minlength=n_classes * n_classes)
+        out[index] = cells.reshape(n_classes, n_classes) * per_class[:, None]
+    return out
