@@ -29,6 +29,7 @@ import numpy as np
 from adaptable.baselines.common import FLAG
 from adaptable.baselines.prior_shift import PriorShiftMethod
 from adaptable.core import softmax
+from adaptable.core.heldout_estimate import soft_confusion
 from adaptable.core.parameters import Constraint
 
 
@@ -41,9 +42,7 @@ def confusion_joint(predicted: np.ndarray, y: np.ndarray, n_classes: int) -> np.
 
 def confusion_soft(proba: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
     """BBSE-soft's C[i, j] = mean over rows of p(yhat = i | x) * [y = j], (C, C)."""
-    joint = np.zeros((n_classes, n_classes))
-    np.add.at(joint.T, y, proba)
-    return joint / max(len(y), 1)
+    return soft_confusion(np.asarray(proba).reshape(-1, n_classes), y)
 
 
 def bbse_prior(

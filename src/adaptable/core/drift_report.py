@@ -437,7 +437,7 @@ class DriftLog:
             np.cumsum(np.stack([x.model_mass for x in b]), axis=0) / np.maximum(seen, 1.0)[:, None]
         )
         shares = np.bincount(labels, minlength=c) / max(len(labels), 1)
-        prior = bbse_priors(mean, soft_confusion(log_posteriors, labels), shares)
+        prior = bbse_priors(mean, soft_confusion(np.exp(log_posteriors), labels), shares)
         source_rates = offset_rates(log_posteriors, labels, np.zeros((1, c)))[0]
         offsets = np.stack([np.full(c, np.nan) if x.offset is None else x.offset for x in b])
         rates = offset_rates(log_posteriors, labels, offsets) * rows[:, None, None]

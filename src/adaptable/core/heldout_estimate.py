@@ -29,11 +29,10 @@ from __future__ import annotations
 import numpy as np
 
 
-def soft_confusion(log_posteriors: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """C[i, j] = mean over the rows of p(yhat = i | x) [y = j], (C, C), from log-posteriors
-    (n, C) and label codes (n,)."""
-    n_classes = log_posteriors.shape[1]
-    proba = np.exp(log_posteriors)
+def soft_confusion(proba: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """C[i, j] = mean over the rows of p(yhat = i | x) [y = j], (C, C), from predicted
+    probabilities (n, C) and label codes (n,)."""
+    n_classes = proba.shape[1]
     joint = np.zeros((n_classes, n_classes))
     np.add.at(joint.T, labels, proba)
     return joint / max(len(labels), 1)
