@@ -61,12 +61,13 @@ def class_offsets(
     or a first row with a zero probability). The batches' rows stacked: ``output``,
     ``model_proba`` (n, C), ``predictions`` (n,); each batch's first row ``starts`` (B,).
     Returns (B, C)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    sizes = np.diff(np.append(starts, len(output)))
+    # (a zero probability in a first row gives inf or NaN here, refused below)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ratio = output[starts] / model_proba[starts]
         offsets = np.log(ratio)
-    offsets -= offsets.mean(axis=1, keepdims=True)
-    sizes = np.diff(np.append(starts, len(output)))
-    decided = (model_proba * np.repeat(ratio, sizes, axis=0)).argmax(axis=1) == predictions
+        offsets -= offsets.mean(axis=1, keepdims=True)
+        decided = (model_proba * np.repeat(ratio, sizes, axis=0)).argmax(axis=1) == predictions
     valid = np.logical_and.reduceat(decided, starts) & np.isfinite(offsets).all(axis=1)
     return np.where(valid[:, None], offsets, np.nan)
 
