@@ -219,3 +219,38 @@ def test_adaptable_reports_the_columns_and_keeps_them_through_save_and_load(tmp_
     performance, prior = figure.axes[:2]
     assert "adapter, calibration-free" in [line.get_label() for line in performance.lines]
     assert "calibration-free estimate" in [line.get_label() for line in prior.lines]
+
+
+def test_three_classes_and_every_objective_end_to_end() -> None:
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import accuracy_score, balanced_accuracy_score
+
+    from adaptable import AdapTable
+
+    rng = np.random.default_rng(1)
+
+    def rows(n: int, prior: list[float]) -> tuple[pd.DataFrame, np.ndarray]:
+        y = rng.choice(3, size=n, p=prior)
+        return pd.DataFrame({"a": rng.normal(1.5 * y), "b": rng.normal(size=n)}), y
+
+    (X_train, y_train), (X_valid, y_valid) = rows(3000, [1 / 3] * 3), rows(1500, [1 / 3] * 3)
+    model = LogisticRegression().fit(X_train, y_train)
+    metrics = {
+        "macro_f1": lambda y, p: f1_score(y, p, average="macro"),
+        "accuracy": accuracy_score,
+        "balanced_accuracy": balanced_accuracy_score,
+    }
+    for objective, metric in metrics.items():
+        method = AdapTable(random_state=0, objective=objective)
+        method.fit(model, X_train, y_train, X_valid, y_valid)
+        X_test, y_test = rows(64 * 30, [0.7, 0.2, 0.1])
+        predicted = np.concatenate([method.predict(X_test[t * 64 : (t + 1) * 64])
+                                    for t in range(30)])  # fmt: skip
+        last = method.report().iloc[-1]
+        shares = [last[f"calibration_free_prior_{k}"] for k in range(3)]
+        np.testing.assert_allclose(shares, np.bincount(y_test, minlength=3) / len(y_test),
+                                   atol=0.05)  # fmt: skip
+        assert last["calibration_free_adapter_so_far"] == pytest.approx(
+            metric(y_test, predicted), abs=0.03
+        )

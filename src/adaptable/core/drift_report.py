@@ -428,7 +428,9 @@ class DriftLog:
         offset on."""
         b, c = self._batches, self.n_classes
         nan = np.full((len(b), c), np.nan), np.full((len(b), 2), np.nan)
-        if self._heldout is None or any(x.model_mass is None for x in b):
+        if self._heldout is None or not len(self._heldout[1]):
+            return nan
+        if any(x.model_mass is None for x in b):
             return nan
         log_posteriors, labels = self._heldout
         rows = np.array([x.rows for x in b], dtype=np.float64)
