@@ -25,7 +25,9 @@ the in-domain test split resampled to a positive rate, a pure label shift) and s
   the bound is taken): a diagnosis of what any estimate could reach, never an estimate.
 
 - ``calibration-free``: the report's ``calibration_free_*_so_far`` (BBSE-soft's label
-  distribution and the held-out confusion rates; :mod:`adaptable.core.heldout_estimate`).
+  distribution and the held-out confusion rates; :mod:`adaptable.core.heldout_estimate`) and,
+  with ``--roles``, its standard deviation ``calibration_free_*_sd`` (the share of streams
+  whose realised value lies within two of them is printed).
 
 ``--roles development ...`` runs the same comparison and the floor on the pure label-shift cells
 of the benchmark's roles (their short streams; ``--domain`` adds the domain splits), source
@@ -173,6 +175,8 @@ def one_stream(
         else float("nan"),
         "free_source": 100 * last["calibration_free_source_so_far"],
         "free_adapter": 100 * last["calibration_free_adapter_so_far"],
+        "free_source_sd": 100 * last["calibration_free_source_sd"],
+        "free_adapter_sd": 100 * last["calibration_free_adapter_sd"],
         "floor_sd": floor_sd,
         "floor_chance": floor_chance,
     }
@@ -219,6 +223,7 @@ def role_estimates(args: argparse.Namespace) -> None:
                 last = fitted.method.report().iloc[-1]
                 report = [100 * last[f"estimated_{w}_so_far"] for w in ("source", "adapter")]
                 free = [100 * last[f"calibration_free_{w}_so_far"] for w in ("source", "adapter")]
+                sd = [100 * last[f"calibration_free_{w}_sd"] for w in ("source", "adapter")]
                 floor = "-"
                 if scenario != "natural":
                     data = fitted.dataset
@@ -232,27 +237,30 @@ def role_estimates(args: argparse.Namespace) -> None:
                 errors.setdefault((role, kind), []).append(
                     [r - t for r, t in zip(report, real, strict=True)]
                     + [f - t for f, t in zip(free, real, strict=True)]
+                    + sd
                 )
                 print(
                     f"| {role} | {name} | {scenario} | {seed} | {len(y_all)} | "
-                    f"{report[0]:.1f} / {free[0]:.1f} / {real[0]:.1f} | "
-                    f"{report[1]:.1f} / {free[1]:.1f} / {real[1]:.1f} | {floor} |",
+                    f"{report[0]:.1f} / {free[0]:.1f} ± {sd[0]:.1f} / {real[0]:.1f} | "
+                    f"{report[1]:.1f} / {free[1]:.1f} ± {sd[1]:.1f} / {real[1]:.1f} | {floor} |",
                     flush=True,
                 )
     print("\n| role | kind | streams | calibration-free given | within 2 points, source: "
           "report / calibration-free | adapter | mean abs error, source: report / "
-          "calibration-free | adapter |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+          "calibration-free | adapter | calibration-free within 2 sd, source / adapter |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     for (role, kind), rows in errors.items():
         e = np.abs(np.array(rows))
         given = np.isfinite(e[:, 2])
+        covered = [np.mean(e[given, 2 + r] <= 2 * e[given, 4 + r]) if given.any() else np.nan
+                   for r in range(2)]  # fmt: skip
         within, mae = [], []
         for report_col, free_col in ((0, 2), (1, 3)):
             r, f = e[given, report_col], e[given, free_col]
             within.append(f"{np.mean(r <= 2):.0%} / {np.mean(f <= 2):.0%}" if given.any() else "-")
             mae.append(f"{r.mean():.1f} / {f.mean():.1f}" if given.any() else "-")
         print(f"| {role} | {kind} | {len(e)} | {given.sum()} | {within[0]} | {within[1]} | "
-              f"{mae[0]} | {mae[1]} |")  # fmt: skip
+              f"{mae[0]} | {mae[1]} | {covered[0]:.0%} / {covered[1]:.0%} |")  # fmt: skip
 
 
 def main() -> None:
@@ -293,9 +301,10 @@ def main() -> None:
                 r = one_stream(model, method, dataset, scenario, seed, args.batch_size, args.bins)
                 print(
                     f"| {name} | {scenario} | {seed} | {r['rows']} | "
-                    f"{r['source_estimate']:.1f} / {r['free_source']:.1f} / "
-                    f"{r['source_real']:.1f} | {r['adapter_estimate']:.1f} / "
-                    f"{r['free_adapter']:.1f} / {r['adapter_real']:.1f} | "
+                    f"{r['source_estimate']:.1f} / {r['free_source']:.1f} ± "
+                    f"{r['free_source_sd']:.1f} / {r['source_real']:.1f} | "
+                    f"{r['adapter_estimate']:.1f} / {r['free_adapter']:.1f} ± "
+                    f"{r['free_adapter_sd']:.1f} / {r['adapter_real']:.1f} | "
                     f"{r['prior_estimate']:.3f} / {r['prior_true']:.3f} | "
                     f"{r['rates_true_prior']:.1f} | {r['rates_estimated_prior']:.1f} | "
                     f"{r['floor_sd']:.1f} / {r['floor_chance']:.0%} |",

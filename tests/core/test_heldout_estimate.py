@@ -254,3 +254,53 @@ def test_three_classes_and_every_objective_end_to_end() -> None:
         assert last["calibration_free_adapter_so_far"] == pytest.approx(
             metric(y_test, predicted), abs=0.03
         )
+
+
+def test_the_deviations_match_the_spread_of_the_estimate_over_repeated_streams() -> None:
+    """Delta-method deviations of the label distribution and of the metric against their
+    spread over 300 independent streams of 500 rows (the held-out rows fixed)."""
+    from adaptable.core.heldout_estimate import bbse_covariances, stream_estimates
+
+    rng = np.random.default_rng(7)
+    heldout, heldout_y = _gaussian_classes(rng, 0.5, 20000)
+    log_heldout = np.log(heldout)
+    priors, scores, predicted_sd = [], [], None
+    for _ in range(300):
+        proba, _ = _gaussian_classes(rng, 0.8, 500)
+        prior, score_, sd = stream_estimates(
+            np.array([500.0]), proba.sum(axis=0)[None], np.zeros((1, 2)),
+            np.einsum("ni,nj->ij", proba, proba)[None], log_heldout, heldout_y, "macro_f1",
+        )  # fmt: skip
+        priors.append(prior[0, 1])
+        scores.append(score_[0, 0])
+        if predicted_sd is None:
+            mean = proba.mean(axis=0)[None]
+            moment = (np.einsum("ni,nj->ij", proba, proba) / 500)[None]
+            soft = soft_confusion(heldout, heldout_y)
+            covariance = bbse_covariances(mean, moment, np.array([500.0]), soft,
+                                          np.bincount(heldout_y) / len(heldout_y))  # fmt: skip
+            predicted_sd = (np.sqrt(covariance[0, 1, 1]), sd[0, 0])
+    assert np.std(priors) == pytest.approx(predicted_sd[0], rel=0.2)
+    assert np.std(scores) == pytest.approx(predicted_sd[1], rel=0.2)
+    assert abs(np.mean(priors) - 0.8) < 0.01  # unbiased
+
+
+def test_no_deviation_where_the_estimate_clips_to_the_edge_of_the_simplex() -> None:
+    from adaptable.core.heldout_estimate import bbse_covariances
+
+    soft = np.array([[0.4, 0.1], [0.1, 0.4]])
+    shares = np.array([0.5, 0.5])
+    mean = np.array([[0.95, 0.05], [0.7, 0.3]])  # the first clips class 1 to zero
+    moment = np.stack([np.diag(m) for m in mean])  # certain posteriors
+    covariance = bbse_covariances(mean, moment, np.array([100.0, 100.0]), soft, shares)
+    assert np.isnan(covariance[0]).all()
+    # the second by hand: w = C^-1 mu, Cov(w) = C^-1 (diag(mu) - mu mu^T) C^-T / n, carried
+    # through p = w a / (a . w) by its Jacobian
+    inverse = np.linalg.inv(soft)
+    spread = np.diag(mean[1]) - np.outer(mean[1], mean[1])
+    w = inverse @ mean[1]
+    total = shares @ w
+    prior = w * shares / total
+    jacobian = (np.eye(2) - prior[:, None]) * shares / total
+    expected = jacobian @ (inverse @ spread @ inverse.T / 100) @ jacobian.T
+    np.testing.assert_allclose(covariance[1], expected)

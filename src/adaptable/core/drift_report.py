@@ -45,12 +45,7 @@ import pandas as pd
 
 from adaptable.core.decision import confusion, score
 from adaptable.core.feedback.prior import dirichlet_interval
-from adaptable.core.heldout_estimate import (
-    bbse_priors,
-    class_offsets,
-    offset_rates,
-    soft_confusion,
-)
+from adaptable.core.heldout_estimate import class_offsets, stream_estimates
 
 #: predicted class codes kept for matching late labels to their rows
 PREDICTION_ROWS = 1 << 16
@@ -81,6 +76,9 @@ class _Batch:
     #: where not known (a record given its expected matrices, or no offset rule)
     model_mass: np.ndarray | None = None
     offset: np.ndarray | None = None
+    #: the sum of the outer products of the model's posteriors, (C, C) (the spread of the
+    #: calibration-free estimate)
+    model_moment: np.ndarray | None = None
 
 
 #: the per-batch numbers saved as one (batches, len) array, in this order
@@ -243,10 +241,13 @@ class DriftLog:
         nonempty = np.asarray(sizes) > 0
         sums = np.zeros((len(pending), 2, c, c))
         masses = np.zeros((len(pending), c))
+        moments = np.zeros((len(pending), c, c))
         offsets = np.full((len(pending), c), np.nan)
         if nonempty.any():
             starts = starts[nonempty]
             masses[nonempty] = np.add.reduceat(model_proba, starts, axis=0)
+            outer = model_proba[:, :, None] * model_proba[:, None, :]
+            moments[nonempty] = np.add.reduceat(outer, starts, axis=0)
             if all(p[4] is not None for p in pending):
                 output = np.concatenate([p[4] for p in pending])
                 offsets[nonempty] = class_offsets(output, model_proba, adapter, starts)
@@ -257,9 +258,12 @@ class DriftLog:
                 for k in range(c):
                     rows = posteriors * (predicted == k)[:, None]
                     sums[nonempty, rule, :, k] = np.add.reduceat(rows, starts, axis=0)
-        for index, matrices, mass, offset in zip(indices, sums, masses, offsets, strict=True):
+        for index, matrices, mass, offset, moment in zip(
+            indices, sums, masses, offsets, moments, strict=True
+        ):
             record = self._batches[index]
             record.expected, record.model_mass, record.offset = matrices, mass, offset
+            record.model_moment = moment
 
     def _keep(self, codes: np.ndarray) -> None:
         """The latest batch's predicted codes; the oldest batches' dropped past the budget."""
@@ -373,8 +377,9 @@ class DriftLog:
         (:mod:`adaptable.core.heldout_estimate`; NaN where the moment test rejects it):
         ``calibration_free_prior_k`` (BBSE-soft) and the objective from the held-out confusion
         rates under it, ``calibration_free_source_so_far`` and
-        ``calibration_free_adapter_so_far``. Unlike the posteriors' estimate it does not
-        depend on the model's calibration; it is noisy on short streams.
+        ``calibration_free_adapter_so_far``, with their standard deviations from the stream's
+        own noise (``calibration_free_source_sd``, ``..._adapter_sd``). Unlike the posteriors'
+        estimate it does not depend on the model's calibration; it is noisy on short streams.
         """
         names = [str(k) for k in (range(self.n_classes) if classes is None else classes)]
         self._settle()
@@ -411,42 +416,36 @@ class DriftLog:
                 data[f"{kind}_{who}"] = batch_scores[:, r]
                 data[f"{kind}_{who}_so_far"] = so_far[:, r]
         data["realised_rows"] = realised[:, 0].sum(axis=(1, 2))
-        free_prior, free_scores = self._calibration_free()
-        free_prior[data["shift_rejects"]] = np.nan
-        free_scores[data["shift_rejects"]] = np.nan
+        free_prior, free_scores, free_sd = self._calibration_free()
+        for values in (free_prior, free_scores, free_sd):
+            values[data["shift_rejects"]] = np.nan
         for k, name in enumerate(names):
             data[f"calibration_free_prior_{name}"] = free_prior[:, k]
-        data["calibration_free_source_so_far"] = free_scores[:, 0]
-        data["calibration_free_adapter_so_far"] = free_scores[:, 1]
+        for r, who in enumerate(("source", "adapter")):
+            data[f"calibration_free_{who}_so_far"] = free_scores[:, r]
+            data[f"calibration_free_{who}_sd"] = free_sd[:, r]
         return pd.DataFrame(data)
 
-    def _calibration_free(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per batch, over the stream so far: the BBSE-soft label distribution (B, C) and the
-        objective of the unadapted model and of the adapter from the held-out confusion rates
-        under it (B, 2) (:mod:`adaptable.core.heldout_estimate`); NaN without held-out rows or
-        the batches' model posteriors, and for the adapter from a batch whose rule is no class
-        offset on."""
+    def _calibration_free(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`~adaptable.core.heldout_estimate.stream_estimates` of the batches so far: the
+        label distribution (B, C), the two objectives (B, 2) and their deviations (B, 2); NaN
+        without held-out rows or the batches' model posteriors."""
         b, c = self._batches, self.n_classes
-        nan = np.full((len(b), c), np.nan), np.full((len(b), 2), np.nan)
-        if self._heldout is None or not len(self._heldout[1]):
-            return nan
-        if any(x.model_mass is None for x in b):
-            return nan
-        log_posteriors, labels = self._heldout
-        rows = np.array([x.rows for x in b], dtype=np.float64)
-        seen = np.cumsum(rows)
-        mean = (
-            np.cumsum(np.stack([x.model_mass for x in b]), axis=0) / np.maximum(seen, 1.0)[:, None]
+        if self._heldout is None or not len(self._heldout[1]) or not b:
+            return (
+                np.full((len(b), c), np.nan),
+                np.full((len(b), 2), np.nan),
+                np.full((len(b), 2), np.nan),
+            )
+        nan, nan_moment = np.full(c, np.nan), np.full((c, c), np.nan)
+        return stream_estimates(
+            np.array([x.rows for x in b], dtype=np.float64),
+            np.stack([nan if x.model_mass is None else x.model_mass for x in b]),
+            np.stack([nan if x.offset is None else x.offset for x in b]),
+            np.stack([nan_moment if x.model_moment is None else x.model_moment for x in b]),
+            *self._heldout,
+            self.objective,
         )
-        shares = np.bincount(labels, minlength=c) / max(len(labels), 1)
-        prior = bbse_priors(mean, soft_confusion(np.exp(log_posteriors), labels), shares)
-        source_rates = offset_rates(log_posteriors, labels, np.zeros((1, c)))[0]
-        offsets = np.stack([np.full(c, np.nan) if x.offset is None else x.offset for x in b])
-        rates = offset_rates(log_posteriors, labels, offsets) * rows[:, None, None]
-        counts = np.stack([seen[:, None, None] * source_rates, np.cumsum(rates, axis=0)], axis=1)
-        matrices = counts * prior[:, None, :, None]
-        prior[seen == 0] = np.nan
-        return prior, _scores(matrices, self.objective)
 
     def _realised(self, record: _Batch) -> np.ndarray:
         c = self.n_classes
@@ -469,10 +468,20 @@ class DriftLog:
             if b
             else np.zeros((0, 4, c, c))
         )
-        nan = np.full(c, np.nan)
+        # per batch: the posteriors' sum, the rule's offsets, then the rows of their moment
+        nan, nan_moment = np.full(c, np.nan), np.full((c, c), np.nan)
         inputs = np.array(
-            [[nan if v is None else v for v in (x.model_mass, x.offset)] for x in b]
-        ).reshape(-1, 2, c)
+            [
+                np.vstack(
+                    [
+                        nan if x.model_mass is None else x.model_mass,
+                        nan if x.offset is None else x.offset,
+                        nan_moment if x.model_moment is None else x.model_moment,
+                    ]
+                )
+                for x in b
+            ]
+        ).reshape(-1, 2 + c, c)
         rules = "\n".join(x.rule for x in b).encode()
         codes = list(self._predictions.values())
         # the kept logits, saved only where every kept batch has them (else none: labels by
@@ -512,7 +521,7 @@ class DriftLog:
         vectors = np.array(arrays.get("vectors", np.zeros((0, 2, c))), dtype=np.float64)
         matrices = np.asarray(arrays.get("matrices", np.zeros((0, 4, c, c))), dtype=np.float64)
         # a file written before the calibration-free columns existed holds no inputs: NaN
-        inputs = np.array(arrays.get("inputs", np.full((n, 2, c), np.nan)), dtype=np.float64)
+        inputs = np.array(arrays.get("inputs", np.full((n, 2 + c, c), np.nan)), dtype=np.float64)
         for name, values in (("scalars", scalars), ("vectors", vectors), ("inputs", inputs)):
             missing = np.asarray(arrays.get(f"{name}_missing", np.zeros(0)), dtype=bool)
             if missing.size:
@@ -526,7 +535,7 @@ class DriftLog:
             or scalars.shape != (n, width)
             or vectors.shape != (n, 2, c)
             or matrices.shape != (n, 4, c, c)
-            or inputs.shape != (n, 2, c)
+            or inputs.shape != (n, 2 + c, c)
             or len(rules) != n
         ):
             raise ValueError("drift report: arrays of inconsistent shapes.")
@@ -546,6 +555,7 @@ class DriftLog:
                     matrices[i, 2:].copy(),
                     None if np.isnan(inputs[i, 0]).all() else inputs[i, 0].copy(),
                     inputs[i, 1].copy(),
+                    None if np.isnan(inputs[i, 2:]).all() else inputs[i, 2:].copy(),
                 )
             )
             self._append_start(int(s[0]))

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from adaptable.core.decision import score
+
 
 def soft_confusion(proba: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """C[i, j] = mean over the rows of p(yhat = i | x) [y = j], (C, C), from predicted
@@ -102,3 +104,106 @@ def offset_rates(log_posteriors: np.ndarray, labels: np.ndarray, offsets: np.nda
         cells = np.bincount(labels * n_classes + predicted, minlength=n_classes * n_classes)
         out[index] = cells.reshape(n_classes, n_classes) * per_class[:, None]
     return out
+
+
+def bbse_covariances(
+    mean_posteriors: np.ndarray,
+    second_moments: np.ndarray,
+    rows: np.ndarray,
+    soft: np.ndarray,
+    label_shares: np.ndarray,
+) -> np.ndarray:
+    """The delta-method covariance (B, C, C) of :func:`bbse_priors`' estimate from ``rows``
+    (B,) rows whose posteriors have mean ``mean_posteriors`` (B, C) and second moment
+    ``second_moments`` (B, C, C), the held-out matrix taken as exact: Cov(w) = C^+ S C^+T / n
+    with S the posteriors' covariance, carried through the normalisation. NaN where a weight
+    clipped at zero: the estimate then sits on the edge of the simplex, where a linear
+    approximation says nothing (it would give a deviation of zero)."""
+    n_classes = len(label_shares)
+    inverse = np.linalg.pinv(soft)
+    spread = second_moments - mean_posteriors[:, :, None] * mean_posteriors[:, None, :]
+    weights = mean_posteriors @ inverse.T
+    weight_cov = inverse @ spread @ inverse.T / np.maximum(rows, 1.0)[:, None, None]
+    scaled = np.clip(weights, 0.0, None) * label_shares
+    total = scaled.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        prior = scaled / total[:, None]
+        # d prior_i / d w_k = a_k (delta_ik - prior_i) / sum_j a_j w_j, a the held-out shares
+        jacobian = (np.eye(n_classes) - prior[:, :, None]) * label_shares / total[:, None, None]
+    covariance = jacobian @ weight_cov @ jacobian.transpose(0, 2, 1)
+    covariance[~(weights > 0).all(axis=1)] = np.nan
+    return covariance
+
+
+def metric_deviation(
+    prior: np.ndarray,
+    covariance: np.ndarray,
+    counts: np.ndarray,
+    objective: str,
+    step: float = 1e-5,
+) -> np.ndarray:
+    """The standard deviation (B,) of ``score(prior[:, None] * counts)`` when ``prior`` (B, C)
+    has covariance ``covariance`` (B, C, C) (delta method, the gradient by central
+    differences); ``counts`` (B, C, C) are the rates times the rows. NaN where an input is."""
+    n_batches, n_classes = prior.shape
+    gradient = np.empty((n_batches, n_classes))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for k in range(n_classes):
+            move = np.zeros(n_classes)
+            move[k] = step
+            up = score((prior + move)[:, :, None] * counts, objective)
+            down = score((prior - move)[:, :, None] * counts, objective)
+            gradient[:, k] = (np.asarray(up) - np.asarray(down)) / (2 * step)
+        variance = np.einsum("bi,bij,bj->b", gradient, covariance, gradient)
+    known = np.isfinite(prior).all(axis=1) & np.isfinite(counts).all(axis=(1, 2))
+    return np.where(known, np.sqrt(np.maximum(variance, 0.0)), np.nan)
+
+
+def stream_estimates(
+    rows: np.ndarray,
+    masses: np.ndarray,
+    offsets: np.ndarray,
+    moments: np.ndarray,
+    log_posteriors: np.ndarray,
+    labels: np.ndarray,
+    objective: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The calibration-free estimates of a stream after each batch, from the batches' rows
+    (B,), sums of the model's posteriors (B, C), rule offsets (B, C; NaN: no offset rule) and
+    sums of the posteriors' outer products (B, C, C), and the held-out rows' log-posteriors
+    (m, C) and labels (m,).
+
+    Returns:
+        the BBSE-soft label distribution of the stream so far (B, C); the ``objective`` of the
+        unadapted model [0] and of the adapter [1] from the held-out confusion rates under it
+        (B, 2; the adapter's NaN from a batch without an offset on); and their standard
+        deviations from the stream's own noise (B, 2; the held-out rows taken as exact). NaN
+        where the stream has no rows yet or an input is NaN.
+    """
+    n_classes = masses.shape[1]
+    seen = np.cumsum(rows)
+    per_row = 1.0 / np.maximum(seen, 1.0)[:, None]
+    mean = np.cumsum(masses, axis=0) * per_row
+    shares = np.bincount(labels, minlength=n_classes) / max(len(labels), 1)
+    soft = soft_confusion(np.exp(log_posteriors), labels)
+    known = np.isfinite(mean).all(axis=1)
+    prior = np.full_like(mean, np.nan)
+    if known.any():
+        prior[known] = bbse_priors(mean[known], soft, shares)
+    source_rates = offset_rates(log_posteriors, labels, np.zeros((1, n_classes)))[0]
+    adapter_rates = np.cumsum(offset_rates(log_posteriors, labels, offsets) * rows[:, None, None],
+                              axis=0)  # fmt: skip
+    counts = np.stack([seen[:, None, None] * source_rates, adapter_rates], axis=1)
+    scores = np.full((len(rows), 2), np.nan)
+    deviations = np.full((len(rows), 2), np.nan)
+    covariance = bbse_covariances(mean, np.cumsum(moments, axis=0) * per_row[:, :, None], seen,
+                                  soft, shares)  # fmt: skip
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for r in range(2):
+            matrices = prior[:, :, None] * counts[:, r]
+            valid = np.isfinite(matrices).all(axis=(1, 2)) & (seen > 0)
+            if valid.any():
+                scores[valid, r] = score(matrices[valid], objective)
+            deviations[:, r] = metric_deviation(prior, covariance, counts[:, r], objective)
+    prior[seen == 0] = np.nan
+    return prior, scores, deviations
