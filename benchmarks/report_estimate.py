@@ -228,11 +228,11 @@ def role_estimates(args: argparse.Namespace) -> None:
                 if scenario != "natural":
                     data = fitted.dataset
                     truth = np.bincount(y_all, minlength=data.n_classes) / len(y_all)
-                    sd, chance = estimate_floor(
+                    floor_sd, chance = estimate_floor(
                         fitted.model.predict_proba(data.valid.X), np.asarray(data.valid.y),
                         len(y_all), truth, args.bins,
                     )  # fmt: skip
-                    floor = f"{sd:.1f} / {chance:.0%}"
+                    floor = f"{floor_sd:.1f} / {chance:.0%}"
                 kind = "domain split" if scenario == "natural" else "label shift"
                 errors.setdefault((role, kind), []).append(
                     [r - t for r, t in zip(report, real, strict=True)]

@@ -159,6 +159,66 @@ def metric_deviation(
     return np.where(known, np.sqrt(np.maximum(variance, 0.0)), np.nan)
 
 
+#: bootstrap resamples of the held-out rows behind the held-out part of the deviation
+HELDOUT_RESAMPLES = 40
+
+
+def _point_estimates(
+    mean: np.ndarray,
+    rows: np.ndarray,
+    offsets: np.ndarray,
+    log_posteriors: np.ndarray,
+    labels: np.ndarray,
+    objective: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The label distribution (B, C), the two rules' expected counts so far (B, 2, C, C) and
+    their objective (B, 2), from the stream's mean posteriors so far (B, C) and the held-out
+    rows; NaN where an input is."""
+    n_classes = mean.shape[1]
+    seen = np.cumsum(rows)
+    shares = np.bincount(labels, minlength=n_classes) / max(len(labels), 1)
+    known = np.isfinite(mean).all(axis=1)
+    prior = np.full_like(mean, np.nan)
+    if known.any():
+        soft = soft_confusion(np.exp(log_posteriors), labels)
+        prior[known] = bbse_priors(mean[known], soft, shares)
+    source_rates = offset_rates(log_posteriors, labels, np.zeros((1, n_classes)))[0]
+    adapter_rates = np.cumsum(offset_rates(log_posteriors, labels, offsets) * rows[:, None, None],
+                              axis=0)  # fmt: skip
+    counts = np.stack([seen[:, None, None] * source_rates, adapter_rates], axis=1)
+    matrices = prior[:, None, :, None] * counts
+    scores = np.full((len(rows), 2), np.nan)
+    valid = np.isfinite(matrices).all(axis=(2, 3)) & (seen > 0)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for r in range(2):
+            if valid[:, r].any():
+                scores[valid[:, r], r] = score(matrices[valid[:, r], r], objective)
+    return prior, counts, scores
+
+
+def realised_variance(matrices: np.ndarray, objective: str) -> np.ndarray:
+    """The variance (B,) of the objective of multinomial confusion counts whose expectation is
+    ``matrices`` (B, C, C) (their sum the rows): N sum_i g_i^2 pi_i, g the objective's gradient
+    in the cells (central differences), pi the cells' shares (the multinomial's covariance
+    N (diag pi - pi pi^T); its second term drops: every objective is a ratio of counts, so
+    sum_i g_i pi_i = 0). The part of a realised value's distance from its expectation that no
+    estimate can know."""
+    n_batches, n_classes, _ = matrices.shape
+    total = matrices.sum(axis=(1, 2))
+    step = 1e-6 * np.maximum(total, 1.0)
+    gradient = np.empty((n_batches, n_classes, n_classes))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(n_classes):
+            for j in range(n_classes):
+                move = np.zeros((n_batches, n_classes, n_classes))
+                move[:, i, j] = step
+                up = np.asarray(score(matrices + move, objective), dtype=np.float64)
+                down = np.asarray(score(matrices - move, objective), dtype=np.float64)
+                gradient[:, i, j] = (up - down) / (2 * step)
+        shares = matrices / total[:, None, None]
+        return total * (gradient**2 * shares).sum(axis=(1, 2))
+
+
 def stream_estimates(
     rows: np.ndarray,
     masses: np.ndarray,
@@ -167,6 +227,7 @@ def stream_estimates(
     log_posteriors: np.ndarray,
     labels: np.ndarray,
     objective: str,
+    seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The calibration-free estimates of a stream after each batch, from the batches' rows
     (B,), sums of the model's posteriors (B, C), rule offsets (B, C; NaN: no offset rule) and
@@ -176,34 +237,36 @@ def stream_estimates(
     Returns:
         the BBSE-soft label distribution of the stream so far (B, C); the ``objective`` of the
         unadapted model [0] and of the adapter [1] from the held-out confusion rates under it
-        (B, 2; the adapter's NaN from a batch without an offset on); and their standard
-        deviations from the stream's own noise (B, 2; the held-out rows taken as exact). NaN
-        where the stream has no rows yet or an input is NaN.
+        (B, 2; the adapter's NaN from a batch without an offset on); and the standard
+        deviation of the realised objective around each estimate (B, 2), three variances
+        added: the stream's own noise in the estimate (delta method, :func:`bbse_covariances`),
+        the held-out rows' (:data:`HELDOUT_RESAMPLES` bootstrap resamples of them, drawn from
+        ``seed``) and the realised value's around its expectation
+        (:func:`realised_variance`). NaN where the stream has no rows yet or an input is NaN.
     """
-    n_classes = masses.shape[1]
     seen = np.cumsum(rows)
     per_row = 1.0 / np.maximum(seen, 1.0)[:, None]
     mean = np.cumsum(masses, axis=0) * per_row
+    prior, counts, scores = _point_estimates(mean, rows, offsets, log_posteriors, labels, objective)
+    n_classes = masses.shape[1]
     shares = np.bincount(labels, minlength=n_classes) / max(len(labels), 1)
     soft = soft_confusion(np.exp(log_posteriors), labels)
-    known = np.isfinite(mean).all(axis=1)
-    prior = np.full_like(mean, np.nan)
-    if known.any():
-        prior[known] = bbse_priors(mean[known], soft, shares)
-    source_rates = offset_rates(log_posteriors, labels, np.zeros((1, n_classes)))[0]
-    adapter_rates = np.cumsum(offset_rates(log_posteriors, labels, offsets) * rows[:, None, None],
-                              axis=0)  # fmt: skip
-    counts = np.stack([seen[:, None, None] * source_rates, adapter_rates], axis=1)
-    scores = np.full((len(rows), 2), np.nan)
-    deviations = np.full((len(rows), 2), np.nan)
     covariance = bbse_covariances(mean, np.cumsum(moments, axis=0) * per_row[:, :, None], seen,
                                   soft, shares)  # fmt: skip
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for r in range(2):
-            matrices = prior[:, :, None] * counts[:, r]
-            valid = np.isfinite(matrices).all(axis=(1, 2)) & (seen > 0)
-            if valid.any():
-                scores[valid, r] = score(matrices[valid], objective)
-            deviations[:, r] = metric_deviation(prior, covariance, counts[:, r], objective)
+    rng = np.random.default_rng(seed)
+    resampled = []
+    for _ in range(HELDOUT_RESAMPLES):
+        pick = rng.integers(0, len(labels), len(labels))
+        resampled.append(
+            _point_estimates(mean, rows, offsets, log_posteriors[pick], labels[pick], objective)[2]
+        )
+    with np.errstate(invalid="ignore"):
+        heldout = np.var(np.stack(resampled), axis=0)
+    deviations = np.full((len(rows), 2), np.nan)
+    for r in range(2):
+        stream = metric_deviation(prior, covariance, counts[:, r], objective) ** 2
+        realised = realised_variance(prior[:, :, None] * counts[:, r], objective)
+        deviations[:, r] = np.sqrt(stream + heldout[:, r] + realised)
+    deviations[~np.isfinite(scores)] = np.nan
     prior[seen == 0] = np.nan
     return prior, scores, deviations

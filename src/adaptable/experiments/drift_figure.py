@@ -5,8 +5,8 @@ over the stream's batches:
 
 1. performance: the objective of the unadapted model and of the adapter over the stream so
    far, estimated from the posteriors (dashed), by the calibration-free estimate where the
-   moment test accepts pure label shift (dash-dot), and realised on the labels that have
-   arrived (solid);
+   moment test accepts pure label shift (dash-dot, with a band of two standard deviations),
+   and realised on the labels that have arrived (solid);
 2. the estimated target label distribution with its 90 % interval, the calibration-free
    estimate (dash-dot), the share of each class among the labelled rows (dots) and, where
    given, the true share of the stream so far;
@@ -92,6 +92,10 @@ def plot_drift_report(
             performance.plot(
                 batch, 100 * free, "-.", color=colour, label=f"{name}, calibration-free"
             )
+            sd = report.get(f"calibration_free_{who}_sd")
+            if sd is not None:
+                low, high = (100 * (free + sign * 2 * sd).to_numpy(dtype=float) for sign in (-1, 1))
+                performance.fill_between(batch, low, high, color=colour, alpha=0.12, linewidth=0)
         if np.isfinite(realised).any():
             performance.plot(batch, 100 * realised, "-", color=colour, label=f"{name}, realised")
     performance.set_ylabel(f"{objective} so far (%)")
