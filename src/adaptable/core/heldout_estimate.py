@@ -77,32 +77,36 @@ def class_offsets(
 def offset_rates(log_posteriors: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """The rates R[y, k] = P(argmax(log p + b) = k | y) on the held-out rows of each offset b
     (B, C), (B, C, C); NaN rows of ``offsets`` give NaN. A class absent from the held-out rows
-    has rates 0."""
+    has rates 0. Offsets that repeat are measured once."""
     n_batches, n_classes = offsets.shape
     out = np.full((n_batches, n_classes, n_classes), np.nan)
     known = np.isfinite(offsets).all(axis=1)
+    if not known.any():
+        return out
+    unique, inverse = np.unique(offsets[known], axis=0, return_inverse=True)
     counts = np.bincount(labels, minlength=n_classes).astype(np.float64)
     per_class = np.where(counts > 0, 1.0 / np.maximum(counts, 1.0), 0.0)
     if n_classes == 2:
         # argmax picks class 1 where log p_1 + b_1 > log p_0 + b_0 (a tie goes to class 0):
         # the share of each class's held-out log-odds above b_0 - b_1, by one sorted search
         odds = log_posteriors[:, 1] - log_posteriors[:, 0]
-        cut = offsets[known, 0] - offsets[known, 1]
+        cut = unique[:, 0] - unique[:, 1]
         ones = np.empty((len(cut), 2))
         for y in range(2):
             sorted_odds = np.sort(odds[labels == y])
-            ones[:, y] = (len(sorted_odds) - np.searchsorted(sorted_odds, cut, side="right")) * (
-                per_class[y]
-            )
+            above = len(sorted_odds) - np.searchsorted(sorted_odds, cut, side="right")
+            ones[:, y] = above * per_class[y]
         rates = np.empty((len(cut), 2, 2))
         rates[:, :, 1] = ones
         rates[:, :, 0] = np.where(counts > 0, 1.0 - ones, 0.0)
-        out[known] = rates
-        return out
-    for index in np.flatnonzero(known):
-        predicted = (log_posteriors + offsets[index]).argmax(axis=1)
-        cells = np.bincount(labels * n_classes + predicted, minlength=n_classes * n_classes)
-        out[index] = cells.reshape(n_classes, n_classes) * per_class[:, None]
+    else:
+        rates = np.empty((len(unique), n_classes, n_classes))
+        for index, offset in enumerate(unique):
+            predicted = (log_posteriors + offset).argmax(axis=1)
+            tallies = np.bincount(labels * n_classes + predicted, minlength=n_classes**2)
+            rates[index] = tallies.reshape(n_classes, n_classes)
+        rates *= per_class[:, None]
+    out[known] = rates[inverse.reshape(-1)]
     return out
 
 
@@ -161,6 +165,19 @@ def metric_deviation(
 
 #: bootstrap resamples of the held-out rows behind the held-out part of the deviation
 HELDOUT_RESAMPLES = 40
+#: distinct adapter rules the resamples measure at most (:func:`_on_grid`)
+RESAMPLED_RULES = 256
+
+
+def _on_grid(offsets: np.ndarray) -> np.ndarray:
+    """``offsets`` rounded to 3 decimals, or fewer until at most :data:`RESAMPLED_RULES`
+    distinct finite rows remain (NaN rows stay NaN)."""
+    finite = offsets[np.isfinite(offsets).all(axis=1)]
+    for decimals in (3, 2, 1, 0):
+        rounded = np.round(offsets, decimals)
+        if len(np.unique(np.round(finite, decimals), axis=0)) <= RESAMPLED_RULES:
+            break
+    return rounded
 
 
 def _point_estimates(
@@ -254,11 +271,15 @@ def stream_estimates(
     covariance = bbse_covariances(mean, np.cumsum(moments, axis=0) * per_row[:, :, None], seen,
                                   soft, shares)  # fmt: skip
     rng = np.random.default_rng(seed)
+    # the resamples measure the offset rules on a grid (log class weights rounded, to 1e-3 or
+    # coarser until at most RESAMPLED_RULES distinct rules remain): the held-out noise of a
+    # rule's rates barely depends on the rule, and a long stream's rules are many
+    coarse = _on_grid(offsets)
     resampled = []
     for _ in range(HELDOUT_RESAMPLES):
         pick = rng.integers(0, len(labels), len(labels))
         resampled.append(
-            _point_estimates(mean, rows, offsets, log_posteriors[pick], labels[pick], objective)[2]
+            _point_estimates(mean, rows, coarse, log_posteriors[pick], labels[pick], objective)[2]
         )
     with np.errstate(invalid="ignore"):
         heldout = np.var(np.stack(resampled), axis=0)
