@@ -281,8 +281,13 @@ def stream_estimates(
         resampled.append(
             _point_estimates(mean, rows, coarse, log_posteriors[pick], labels[pick], objective)[2]
         )
-    with np.errstate(invalid="ignore"):
-        heldout = np.var(np.stack(resampled), axis=0)
+    # the variance over the resamples whose estimate exists (a resample can miss a rare class)
+    replicas = np.stack(resampled)
+    finite = np.isfinite(replicas)
+    usable = finite.sum(axis=0)
+    centre = np.where(finite, replicas, 0.0).sum(axis=0) / np.maximum(usable, 1)
+    squares = np.where(finite, replicas - centre, 0.0) ** 2
+    heldout = np.where(usable >= 2, squares.sum(axis=0) / np.maximum(usable, 1), np.nan)
     deviations = np.full((len(rows), 2), np.nan)
     for r in range(2):
         stream = metric_deviation(prior, covariance, counts[:, r], objective) ** 2
