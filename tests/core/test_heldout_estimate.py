@@ -318,8 +318,8 @@ def test_the_deviation_covers_the_realised_value_over_held_out_sets_and_streams(
         heldout, heldout_y = _gaussian_classes(rng, 0.5, 400)
         proba, y = _gaussian_classes(rng, 0.8, 300)
         _, scores, sd = stream_estimates(
-            np.array([300.0]), proba.sum(axis=0)[None], np.zeros((1, 2)),
-            np.einsum("ni,nj->ij", proba, proba)[None], np.log(heldout), heldout_y, "macro_f1",
+            np.array([300.0]), np.zeros((1, 2)), np.einsum("ni,nj->ij", proba, proba)[None],
+            np.log(heldout), heldout_y, "macro_f1",
         )  # fmt: skip
         realised = f1_score(y, proba.argmax(axis=1), average="macro")
         covered.append(abs(scores[0, 0] - realised) <= 2 * sd[0, 0])

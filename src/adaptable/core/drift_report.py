@@ -5,9 +5,9 @@ rows, the shift tests' statistics against their thresholds, the rule it used, th
 target label distribution with an interval, the labelled rows received so far, and the
 *expected* confusion matrices of the unadapted model (argmax) and of the adapter under the
 posteriors the adapter believes (the label-shift reading where the moment test accepts, the
-model's own otherwise; :func:`adaptable.core.decision.expected_confusion`), and the model's
-posteriors summed and the rule's class offsets, for the calibration-free estimate of the
-stream so far (:mod:`adaptable.core.heldout_estimate`). Labels that arrive
+model's own otherwise; :func:`adaptable.core.decision.expected_confusion`), and the rule's
+class offsets and the model's posteriors' outer products summed, for the calibration-free
+estimate of the stream so far (:mod:`adaptable.core.heldout_estimate`). Labels that arrive
 later (:meth:`DriftLog.learn`) are matched to the rows they belong to by *row id*: the rows'
 positions in the stream since fit / reset (the first batch's rows are 0 .. n - 1, the next
 batch's follow). A label is scored against the prediction the adapter made for that row, and
@@ -71,13 +71,12 @@ class _Batch:
     labelled_counts: np.ndarray
     expected: np.ndarray | None  # (2, C, C): argmax, adapter (None: pending, see DriftLog)
     realised: np.ndarray | None = None  # (2, C, C); None until a label arrives
-    #: the sum of the model's posteriors over the batch's rows, (C,), and the adapter's class
-    #: offsets on them (:func:`~adaptable.core.heldout_estimate.class_offsets`), (C,); NaN
-    #: where not known (a record given its expected matrices, or no offset rule)
-    model_mass: np.ndarray | None = None
+    #: the adapter's class offsets on the model's posteriors
+    #: (:func:`~adaptable.core.heldout_estimate.class_offsets`), (C,), NaN where its rule is no
+    #: offset; and the sum of the outer products of the model's posteriors over the batch's
+    #: rows, (C, C), whose rows sum to the posteriors' sum. None where not known (a record given
+    #: its expected matrices)
     offset: np.ndarray | None = None
-    #: the sum of the outer products of the model's posteriors, (C, C) (the spread of the
-    #: calibration-free estimate)
     model_moment: np.ndarray | None = None
 
 
@@ -240,12 +239,10 @@ class DriftLog:
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         nonempty = np.asarray(sizes) > 0
         sums = np.zeros((len(pending), 2, c, c))
-        masses = np.zeros((len(pending), c))
         moments = np.zeros((len(pending), c, c))
         offsets = np.full((len(pending), c), np.nan)
         if nonempty.any():
             starts = starts[nonempty]
-            masses[nonempty] = np.add.reduceat(model_proba, starts, axis=0)
             outer = model_proba[:, :, None] * model_proba[:, None, :]
             moments[nonempty] = np.add.reduceat(outer, starts, axis=0)
             if all(p[4] is not None for p in pending):
@@ -258,12 +255,9 @@ class DriftLog:
                 for k in range(c):
                     rows = posteriors * (predicted == k)[:, None]
                     sums[nonempty, rule, :, k] = np.add.reduceat(rows, starts, axis=0)
-        for index, matrices, mass, offset, moment in zip(
-            indices, sums, masses, offsets, moments, strict=True
-        ):
+        for index, matrices, offset, moment in zip(indices, sums, offsets, moments, strict=True):
             record = self._batches[index]
-            record.expected, record.model_mass, record.offset = matrices, mass, offset
-            record.model_moment = moment
+            record.expected, record.offset, record.model_moment = matrices, offset, moment
 
     def _keep(self, codes: np.ndarray) -> None:
         """The latest batch's predicted codes; the oldest batches' dropped past the budget."""
@@ -440,7 +434,6 @@ class DriftLog:
         nan, nan_moment = np.full(c, np.nan), np.full((c, c), np.nan)
         return stream_estimates(
             np.array([x.rows for x in b], dtype=np.float64),
-            np.stack([nan if x.model_mass is None else x.model_mass for x in b]),
             np.stack([nan if x.offset is None else x.offset for x in b]),
             np.stack([nan_moment if x.model_moment is None else x.model_moment for x in b]),
             *self._heldout,
@@ -468,20 +461,19 @@ class DriftLog:
             if b
             else np.zeros((0, 4, c, c))
         )
-        # per batch: the posteriors' sum, the rule's offsets, then the rows of their moment
+        # per batch: the rule's offsets, then the rows of the posteriors' moment
         nan, nan_moment = np.full(c, np.nan), np.full((c, c), np.nan)
         inputs = np.array(
             [
                 np.vstack(
                     [
-                        nan if x.model_mass is None else x.model_mass,
                         nan if x.offset is None else x.offset,
                         nan_moment if x.model_moment is None else x.model_moment,
                     ]
                 )
                 for x in b
             ]
-        ).reshape(-1, 2 + c, c)
+        ).reshape(-1, 1 + c, c)
         rules = "\n".join(x.rule for x in b).encode()
         codes = list(self._predictions.values())
         # the kept logits, saved only where every kept batch has them (else none: labels by
@@ -521,7 +513,7 @@ class DriftLog:
         vectors = np.array(arrays.get("vectors", np.zeros((0, 2, c))), dtype=np.float64)
         matrices = np.asarray(arrays.get("matrices", np.zeros((0, 4, c, c))), dtype=np.float64)
         # a file written before the calibration-free columns existed holds no inputs: NaN
-        inputs = np.array(arrays.get("inputs", np.full((n, 2 + c, c), np.nan)), dtype=np.float64)
+        inputs = np.array(arrays.get("inputs", np.full((n, 1 + c, c), np.nan)), dtype=np.float64)
         for name, values in (("scalars", scalars), ("vectors", vectors), ("inputs", inputs)):
             missing = np.asarray(arrays.get(f"{name}_missing", np.zeros(0)), dtype=bool)
             if missing.size:
@@ -535,7 +527,7 @@ class DriftLog:
             or scalars.shape != (n, width)
             or vectors.shape != (n, 2, c)
             or matrices.shape != (n, 4, c, c)
-            or inputs.shape != (n, 2 + c, c)
+            or inputs.shape != (n, 1 + c, c)
             or len(rules) != n
         ):
             raise ValueError("drift report: arrays of inconsistent shapes.")
@@ -553,9 +545,8 @@ class DriftLog:
                     vectors[i, 1].copy(),
                     matrices[i, :2].copy(),
                     matrices[i, 2:].copy(),
-                    None if np.isnan(inputs[i, 0]).all() else inputs[i, 0].copy(),
-                    inputs[i, 1].copy(),
-                    None if np.isnan(inputs[i, 2:]).all() else inputs[i, 2:].copy(),
+                    inputs[i, 0].copy(),
+                    None if np.isnan(inputs[i, 1:]).all() else inputs[i, 1:].copy(),
                 )
             )
             self._append_start(int(s[0]))

@@ -238,7 +238,6 @@ def realised_variance(matrices: np.ndarray, objective: str) -> np.ndarray:
 
 def stream_estimates(
     rows: np.ndarray,
-    masses: np.ndarray,
     offsets: np.ndarray,
     moments: np.ndarray,
     log_posteriors: np.ndarray,
@@ -247,9 +246,9 @@ def stream_estimates(
     seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The calibration-free estimates of a stream after each batch, from the batches' rows
-    (B,), sums of the model's posteriors (B, C), rule offsets (B, C; NaN: no offset rule) and
-    sums of the posteriors' outer products (B, C, C), and the held-out rows' log-posteriors
-    (m, C) and labels (m,).
+    (B,), rule offsets (B, C; NaN: no offset rule) and sums of the model's posteriors' outer
+    products (B, C, C; their rows sum to the posteriors' sums, as each posterior sums to one),
+    and the held-out rows' log-posteriors (m, C) and labels (m,).
 
     Returns:
         the BBSE-soft label distribution of the stream so far (B, C); the ``objective`` of the
@@ -263,13 +262,13 @@ def stream_estimates(
     """
     seen = np.cumsum(rows)
     per_row = 1.0 / np.maximum(seen, 1.0)[:, None]
-    mean = np.cumsum(masses, axis=0) * per_row
+    moment = np.cumsum(moments, axis=0) * per_row[:, :, None]
+    mean = moment.sum(axis=2)
     prior, counts, scores = _point_estimates(mean, rows, offsets, log_posteriors, labels, objective)
-    n_classes = masses.shape[1]
+    n_classes = moments.shape[1]
     shares = np.bincount(labels, minlength=n_classes) / max(len(labels), 1)
     soft = soft_confusion(np.exp(log_posteriors), labels)
-    covariance = bbse_covariances(mean, np.cumsum(moments, axis=0) * per_row[:, :, None], seen,
-                                  soft, shares)  # fmt: skip
+    covariance = bbse_covariances(mean, moment, seen, soft, shares)
     rng = np.random.default_rng(seed)
     # the resamples measure the offset rules on a grid (log class weights rounded, to 1e-3 or
     # coarser until at most RESAMPLED_RULES distinct rules remain): the held-out noise of a
