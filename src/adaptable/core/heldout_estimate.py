@@ -139,26 +139,40 @@ def bbse_covariances(
     return covariance
 
 
+def cell_gradient(matrices: np.ndarray, objective: str) -> np.ndarray:
+    """The objective's gradient in the cells of each matrix (B, C, C), by central differences
+    of a millionth of the matrix's total; NaN where a matrix holds NaN."""
+    n_batches, n_classes, _ = matrices.shape
+    step = 1e-6 * np.maximum(matrices.sum(axis=(1, 2)), 1.0)
+    gradient = np.empty((n_batches, n_classes, n_classes))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(n_classes):
+            for j in range(n_classes):
+                move = np.zeros((n_batches, n_classes, n_classes))
+                move[:, i, j] = step
+                up = np.asarray(score(matrices + move, objective), dtype=np.float64)
+                down = np.asarray(score(matrices - move, objective), dtype=np.float64)
+                gradient[:, i, j] = (up - down) / (2 * step)
+    return gradient
+
+
 def metric_deviation(
     prior: np.ndarray,
     covariance: np.ndarray,
     counts: np.ndarray,
     objective: str,
-    step: float = 1e-5,
+    gradient: np.ndarray | None = None,
 ) -> np.ndarray:
     """The standard deviation (B,) of ``score(prior[:, None] * counts)`` when ``prior`` (B, C)
-    has covariance ``covariance`` (B, C, C) (delta method, the gradient by central
-    differences); ``counts`` (B, C, C) are the rates times the rows. NaN where an input is."""
-    n_batches, n_classes = prior.shape
-    gradient = np.empty((n_batches, n_classes))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for k in range(n_classes):
-            move = np.zeros(n_classes)
-            move[k] = step
-            up = score((prior + move)[:, :, None] * counts, objective)
-            down = score((prior - move)[:, :, None] * counts, objective)
-            gradient[:, k] = (np.asarray(up) - np.asarray(down)) / (2 * step)
-        variance = np.einsum("bi,bij,bj->b", gradient, covariance, gradient)
+    has covariance ``covariance`` (B, C, C) (delta method); ``counts`` (B, C, C) are the rates
+    times the rows. The gradient in ``prior`` comes from the one in the cells
+    (:func:`cell_gradient` of ``prior[:, None] * counts``, or ``gradient`` where the caller has
+    it): row k of the matrix is ``prior_k`` times row k of ``counts``. NaN where an input is."""
+    if gradient is None:
+        gradient = cell_gradient(prior[:, :, None] * counts, objective)
+    with np.errstate(invalid="ignore"):
+        slope = (gradient * counts).sum(axis=2)
+        variance = np.einsum("bi,bij,bj->b", slope, covariance, slope)
     known = np.isfinite(prior).all(axis=1) & np.isfinite(counts).all(axis=(1, 2))
     return np.where(known, np.sqrt(np.maximum(variance, 0.0)), np.nan)
 
@@ -184,20 +198,21 @@ def _point_estimates(
     mean: np.ndarray,
     rows: np.ndarray,
     offsets: np.ndarray,
-    log_posteriors: np.ndarray,
-    labels: np.ndarray,
+    heldout: tuple[np.ndarray, np.ndarray, np.ndarray],
     objective: str,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The label distribution (B, C), the two rules' expected counts so far (B, 2, C, C) and
     their objective (B, 2), from the stream's mean posteriors so far (B, C) and the held-out
-    rows; NaN where an input is."""
+    rows (``heldout``: log-posteriors, posteriors, labels); then the held-out soft confusion
+    matrix and label shares they came from. NaN where an input is."""
+    log_posteriors, proba, labels = heldout
     n_classes = mean.shape[1]
     seen = np.cumsum(rows)
     shares = np.bincount(labels, minlength=n_classes) / max(len(labels), 1)
+    soft = soft_confusion(proba, labels)
     known = np.isfinite(mean).all(axis=1)
     prior = np.full_like(mean, np.nan)
     if known.any():
-        soft = soft_confusion(np.exp(log_posteriors), labels)
         prior[known] = bbse_priors(mean[known], soft, shares)
     source_rates = offset_rates(log_posteriors, labels, np.zeros((1, n_classes)))[0]
     adapter_rates = np.cumsum(offset_rates(log_posteriors, labels, offsets) * rows[:, None, None],
@@ -210,28 +225,22 @@ def _point_estimates(
         for r in range(2):
             if valid[:, r].any():
                 scores[valid[:, r], r] = score(matrices[valid[:, r], r], objective)
-    return prior, counts, scores
+    return prior, counts, scores, soft, shares
 
 
-def realised_variance(matrices: np.ndarray, objective: str) -> np.ndarray:
+def realised_variance(
+    matrices: np.ndarray, objective: str, gradient: np.ndarray | None = None
+) -> np.ndarray:
     """The variance (B,) of the objective of multinomial confusion counts whose expectation is
     ``matrices`` (B, C, C) (their sum the rows): N sum_i g_i^2 pi_i, g the objective's gradient
-    in the cells (central differences), pi the cells' shares (the multinomial's covariance
-    N (diag pi - pi pi^T); its second term drops: every objective is a ratio of counts, so
-    sum_i g_i pi_i = 0). The part of a realised value's distance from its expectation that no
-    estimate can know."""
-    n_batches, n_classes, _ = matrices.shape
+    in the cells (:func:`cell_gradient`, or ``gradient`` where the caller has it), pi the
+    cells' shares (the multinomial's covariance N (diag pi - pi pi^T); its second term drops:
+    every objective is a ratio of counts, so sum_i g_i pi_i = 0). The part of a realised
+    value's distance from its expectation that no estimate can know."""
+    if gradient is None:
+        gradient = cell_gradient(matrices, objective)
     total = matrices.sum(axis=(1, 2))
-    step = 1e-6 * np.maximum(total, 1.0)
-    gradient = np.empty((n_batches, n_classes, n_classes))
     with np.errstate(divide="ignore", invalid="ignore"):
-        for i in range(n_classes):
-            for j in range(n_classes):
-                move = np.zeros((n_batches, n_classes, n_classes))
-                move[:, i, j] = step
-                up = np.asarray(score(matrices + move, objective), dtype=np.float64)
-                down = np.asarray(score(matrices - move, objective), dtype=np.float64)
-                gradient[:, i, j] = (up - down) / (2 * step)
         shares = matrices / total[:, None, None]
         return total * (gradient**2 * shares).sum(axis=(1, 2))
 
@@ -264,10 +273,8 @@ def stream_estimates(
     per_row = 1.0 / np.maximum(seen, 1.0)[:, None]
     moment = np.cumsum(moments, axis=0) * per_row[:, :, None]
     mean = moment.sum(axis=2)
-    prior, counts, scores = _point_estimates(mean, rows, offsets, log_posteriors, labels, objective)
-    n_classes = moments.shape[1]
-    shares = np.bincount(labels, minlength=n_classes) / max(len(labels), 1)
-    soft = soft_confusion(np.exp(log_posteriors), labels)
+    heldout = (log_posteriors, np.exp(log_posteriors), labels)
+    prior, counts, scores, soft, shares = _point_estimates(mean, rows, offsets, heldout, objective)
     covariance = bbse_covariances(mean, moment, seen, soft, shares)
     rng = np.random.default_rng(seed)
     # the resamples measure the offset rules on a grid (log class weights rounded, to 1e-3 or
@@ -277,21 +284,23 @@ def stream_estimates(
     resampled = []
     for _ in range(HELDOUT_RESAMPLES):
         pick = rng.integers(0, len(labels), len(labels))
-        resampled.append(
-            _point_estimates(mean, rows, coarse, log_posteriors[pick], labels[pick], objective)[2]
-        )
+        picked = tuple(values[pick] for values in heldout)
+        resampled.append(_point_estimates(mean, rows, coarse, picked, objective)[2])
     # the variance over the resamples whose estimate exists (a resample can miss a rare class)
     replicas = np.stack(resampled)
     finite = np.isfinite(replicas)
     usable = finite.sum(axis=0)
     centre = np.where(finite, replicas, 0.0).sum(axis=0) / np.maximum(usable, 1)
     squares = np.where(finite, replicas - centre, 0.0) ** 2
-    heldout = np.where(usable >= 2, squares.sum(axis=0) / np.maximum(usable, 1), np.nan)
+    spread = np.where(usable >= 2, squares.sum(axis=0) / np.maximum(usable, 1), np.nan)
     deviations = np.full((len(rows), 2), np.nan)
     for r in range(2):
-        stream = metric_deviation(prior, covariance, counts[:, r], objective) ** 2
-        realised = realised_variance(prior[:, :, None] * counts[:, r], objective)
-        deviations[:, r] = np.sqrt(stream + heldout[:, r] + realised)
+        # one cell gradient serves the stream's part (through the prior) and the realised one
+        matrices = prior[:, :, None] * counts[:, r]
+        gradient = cell_gradient(matrices, objective)
+        stream = metric_deviation(prior, covariance, counts[:, r], objective, gradient) ** 2
+        realised = realised_variance(matrices, objective, gradient)
+        deviations[:, r] = np.sqrt(stream + spread[:, r] + realised)
     deviations[~np.isfinite(scores)] = np.nan
     prior[seen == 0] = np.nan
     return prior, scores, deviations
