@@ -371,9 +371,10 @@ class DriftLog:
         (:mod:`adaptable.core.heldout_estimate`; NaN where the moment test rejects it):
         ``calibration_free_prior_k`` (BBSE-soft) and the objective from the held-out confusion
         rates under it, ``calibration_free_source_so_far`` and
-        ``calibration_free_adapter_so_far``, with their standard deviations from the stream's
-        own noise (``calibration_free_source_sd``, ``..._adapter_sd``). Unlike the posteriors'
-        estimate it does not depend on the model's calibration; it is noisy on short streams.
+        ``calibration_free_adapter_so_far``, with the standard deviation of the realised value
+        around each (``calibration_free_source_sd``, ``..._adapter_sd``: the stream's noise,
+        the held-out rows' and the realised metric's own). Unlike the posteriors' estimate it
+        does not depend on the model's calibration; it is noisy on short streams.
         """
         names = [str(k) for k in (range(self.n_classes) if classes is None else classes)]
         self._settle()
