@@ -57,6 +57,7 @@ from sklearn.metrics import f1_score
 
 from adaptable import AdapTable, datasets, models, shifts
 from adaptable.core.decision import confusion, score
+from adaptable.core.heldout_estimate import cell_gradient
 
 
 def macro_f1(expected: np.ndarray) -> float:
@@ -107,16 +108,13 @@ def prior_information(
     return (slopes / mixture[seen]) @ slopes.T
 
 
-def macro_f1_gradient(rates: np.ndarray, prior: np.ndarray, step: float = 1e-4) -> np.ndarray:
-    """d macro-F1 (points) / d q_i in the free coordinates, of the expected confusion
-    ``prior[:, None] * rates`` (central differences), (C-1,)."""
-    out = np.empty(len(prior) - 1)
-    for i in range(len(prior) - 1):
-        move = np.zeros(len(prior))
-        move[i], move[-1] = step, -step
-        out[i] = (macro_f1((prior + move)[:, None] * rates) - macro_f1(
-            (prior - move)[:, None] * rates)) / (2 * step)  # fmt: skip
-    return out
+def macro_f1_gradient(rates: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """d macro-F1 (points) / d q_i in the free coordinates (q_C = 1 - the others), of the
+    expected confusion ``prior[:, None] * rates``, (C-1,): the package's gradient in the cells
+    (:func:`~adaptable.core.heldout_estimate.cell_gradient`) through row k = q_k x rates[k]."""
+    cells = cell_gradient((prior[:, None] * rates)[None], "macro_f1")[0]
+    slope = 100 * (cells * rates).sum(axis=1)
+    return slope[:-1] - slope[-1]
 
 
 def estimate_floor(
