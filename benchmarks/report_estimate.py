@@ -29,6 +29,11 @@ the in-domain test split resampled to a positive rate, a pure label shift) and s
   with ``--roles``, its standard deviation ``calibration_free_*_sd`` (the share of streams
   whose realised value lies within two of them is printed).
 
+``--roles ... --feedback 0.05`` instead adapts the roles' streams with that share of labels
+arriving ``--delay`` batches late and sets three estimates of each stream's realised macro-F1
+beside it: the posteriors' alone, the labelled rows' alone, and the report's label-corrected
+one (:mod:`adaptable.core.label_corrected`), with how often its deviation covers the miss.
+
 ``--roles development ...`` runs the same comparison and the floor on the pure label-shift cells
 of the benchmark's roles (their short streams; ``--domain`` adds the domain splits), source
 model ``--model`` (default ``logreg``).
@@ -38,7 +43,7 @@ Usage:
         [--datasets heloc hospital_readmission] [--scenarios prior_0.1 prior_0.5 prior_0.9]
         [--seeds 0 1 2] [--batch-size 64] [--calibrator auto] [--bins 20]
     python benchmarks/report_estimate.py --data-dir DIR --roles development [--model logreg]
-        [--domain]
+        [--domain] [--feedback 0.05 [--delay 10]]
 
 ``--calibrator`` is ``AdapTable(calibrator=...)``: ``auto`` (the default preset's: none), or a
 calibrator fitted on the held-out rows (``temperature``, ``platt``, ...) whose posteriors the
@@ -261,6 +266,85 @@ def role_estimates(args: argparse.Namespace) -> None:
               f"{mae[0]} | {mae[1]} | {covered[0]:.0%} / {covered[1]:.0%} |")  # fmt: skip
 
 
+def labelled_estimates(args: argparse.Namespace) -> None:
+    """On the cells of ``args.roles`` (with ``--domain`` the domain splits too), the default
+    adapts each stream with ``args.feedback`` of its rows' labels arriving ``args.delay``
+    batches late (the runner's protocol); over the whole stream, the report's last row gives
+    three estimates of the realised macro-F1 of every row: the posteriors' alone
+    (``estimated_*_so_far``), the labelled rows' alone (``realised_*_so_far``), and both
+    (``label_corrected_*_so_far``, with its deviation ``label_corrected_*_sd``)."""
+    from adaptable.datasets.benchmark_cases import by_role
+    from adaptable.experiments.benchmark import role_cases
+    from adaptable.experiments.runner import (
+        RunContext,
+        fit_experiment,
+        predict_stream,
+        shifted_stream,
+    )
+    from adaptable.experiments.spec import ExperimentSpec
+
+    context = RunContext(data_dir=args.data_dir, cache_dir=args.cache_dir, device="cpu")
+    print("| role | dataset | scenario | seed | rows | labelled | who | posteriors | labelled "
+          "rows | label-corrected ± sd | real |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    errors: dict[tuple[str, str], list[list[float]]] = {}
+    for role in args.roles:
+        for name, scenario in role_cases(by_role(role)):
+            if scenario == "natural" and not args.domain:
+                continue
+            for seed in args.seeds:
+                spec = ExperimentSpec(
+                    name, scenario, args.model, "adaptable", seed,
+                    feedback_share=args.feedback, feedback_delay=args.delay,
+                )  # fmt: skip
+                fitted = fit_experiment(spec, context)
+                stream = shifted_stream(fitted, scenario, context)
+                labels = list(range(fitted.dataset.n_classes))
+                y, adapted, batches = [], [], 0
+                for batch in predict_stream(fitted, stream):
+                    y.append(batch.y)
+                    adapted.append(batch.proba.argmax(axis=1))
+                    batches += 1
+                y_all = np.concatenate(y)
+                source = fitted.model.predict_proba(stream.X).argmax(axis=1)
+                report = fitted.method.report()
+                last, labelled = report.iloc[-1], report["realised_rows"].sum()
+                kind = "domain split" if scenario == "natural" else "label shift"
+                for who, predicted in (("source", source), ("adapter", np.concatenate(adapted))):
+                    real = 100 * f1_score(y_all, predicted, average="macro", labels=labels)
+                    values = [100 * last[f"{column}_{who}_so_far"]
+                              for column in ("estimated", "realised", "label_corrected")]  # fmt: skip
+                    sd = 100 * last[f"label_corrected_{who}_sd"]
+                    errors.setdefault((role, kind), []).append(
+                        [v - real for v in values] + [sd, batches]
+                    )
+                    print(
+                        f"| {role} | {name} | {scenario} | {seed} | {len(y_all)} | "
+                        f"{labelled:.0f} | {who} | {values[0]:.1f} | {values[1]:.1f} "
+                        f"| {values[2]:.1f} ± {sd:.1f} | {real:.1f} |",
+                        flush=True,
+                    )
+    print("\n| role | kind | streams x 2 (source, adapter) | with labels: count: within 2 "
+          "points (posteriors / labelled rows / label-corrected) | mean abs error | "
+          "label-corrected within 1 / 2 sd | 20+ batches: within 2 points | mean abs error | "
+          "within 1 / 2 sd |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (role, kind), rows in errors.items():
+        e = np.array(rows)
+        summary = []
+        for chosen in (np.isfinite(e[:, 2]), np.isfinite(e[:, 2]) & (e[:, 4] >= 20)):
+            a = np.abs(e[chosen])
+            if not len(a):
+                summary.append("-")
+                continue
+            within = " / ".join(f"{np.mean(a[:, j] <= 2):.0%}" for j in range(3))
+            mae = " / ".join(f"{a[:, j].mean():.1f}" for j in range(3))
+            sd = a[:, 3]
+            cover = f"{np.mean(a[:, 2] <= sd):.0%} / {np.mean(a[:, 2] <= 2 * sd):.0%}"
+            summary.append(f"{len(a)}: {within} | {mae} | {cover}")
+        print(f"| {role} | {kind} | {len(e)} | {summary[0]} | {summary[1]} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", default=None)
@@ -274,11 +358,15 @@ def main() -> None:
     parser.add_argument("--roles", nargs="+", default=None, help="these roles' streams instead")
     parser.add_argument("--model", default="logreg", help="source model of --roles")
     parser.add_argument("--domain", action="store_true", help="--roles: the domain splits too")
+    parser.add_argument(
+        "--feedback", type=float, default=None, help="--roles: this share of labels arrives"
+    )
+    parser.add_argument("--delay", type=int, default=10, help="--feedback: batches late")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
     if args.roles:
-        role_estimates(args)
+        (role_estimates if args.feedback is None else labelled_estimates)(args)
         return
     print(
         "| dataset | scenario | seed | rows | source: report / calibration-free / real | "

@@ -19,7 +19,10 @@ Memory: a fixed number of numbers per batch (the matrices are C x C), plus the a
 predicted class codes of the last ``prediction_rows`` rows (older rows' labels still teach the
 adapter, but are not scored; :attr:`DriftLog.unscored` counts them), plus the posteriors of
 the batches whose expected matrices are not yet computed (fewer than ``PENDING_ROWS`` rows
-and one batch: they are computed together, and whenever the report is read or saved).
+and one batch: they are computed together, and whenever the report is read or saved). The
+posteriors the adapter believed are kept with the predicted codes, so that a late label also
+measures their error (the label-corrected columns; 2 C^3 numbers per batch that received
+labels).
 
 :meth:`DriftLog.frame` returns the report as a pandas DataFrame (see there for the columns).
 
@@ -46,6 +49,7 @@ import pandas as pd
 from adaptable.core.decision import confusion, score
 from adaptable.core.feedback.prior import dirichlet_interval
 from adaptable.core.heldout_estimate import class_offsets, stream_estimates
+from adaptable.core.label_corrected import ResidualSums
 
 #: predicted class codes kept for matching late labels to their rows
 PREDICTION_ROWS = 1 << 16
@@ -114,6 +118,7 @@ class DriftLog:
         self.objective = objective
         self.prediction_rows = int(prediction_rows)
         self._heldout: tuple[np.ndarray, np.ndarray] | None = None
+        self._residuals = ResidualSums(self.n_classes)
         self.reset()
 
     def use_heldout(self, log_posteriors: np.ndarray, labels: np.ndarray) -> None:
@@ -131,6 +136,9 @@ class DriftLog:
         #: the model's logits of the same rows, where the record was given them (labels by
         #: row id alone are learnt from them)
         self._logits: dict[int, np.ndarray] = {}
+        #: the posteriors the adapter believed for the same rows (the label-corrected columns)
+        self._believed: dict[int, np.ndarray] = {}
+        self._residuals.reset()
         self._oldest = 0
         self._kept = 0
         self.n_rows = 0
@@ -215,6 +223,8 @@ class DriftLog:
         self._append_start(self.n_rows)
         if logits is not None:
             self._logits[index] = np.array(logits, dtype=np.float64)
+        if posteriors is not None:
+            self._believed[index] = np.array(posteriors, dtype=np.float64)
         self._keep(np.asarray(predictions, dtype=np.int16))
         self.n_rows += rows
         if expected is None:
@@ -266,6 +276,7 @@ class DriftLog:
         while self._kept - len(self._predictions[self._oldest]) >= self.prediction_rows:
             self._kept -= len(self._predictions.pop(self._oldest))
             self._logits.pop(self._oldest, None)
+            self._believed.pop(self._oldest, None)
             self._oldest += 1
 
     def kept_logits(self, row_ids: np.ndarray) -> np.ndarray:
@@ -350,6 +361,11 @@ class DriftLog:
             realised = record.realised
             realised[0] += confusion(labels[part], source_predictions[part], self.n_classes)
             realised[1] += confusion(labels[part], codes[offsets], self.n_classes)
+            believed = self._believed.get(index)
+            if believed is not None:
+                self._residuals.add(
+                    index, labels[part], believed[offsets], source_predictions[part], codes[offsets]
+                )
 
     # ------------------------------------------------------------------ reading
     def frame(self, classes: Any = None) -> pd.DataFrame:
@@ -374,7 +390,12 @@ class DriftLog:
         ``calibration_free_adapter_so_far``, with the standard deviation of the realised value
         around each (``calibration_free_source_sd``, ``..._adapter_sd``: the stream's noise,
         the held-out rows' and the realised metric's own). Unlike the posteriors' estimate it
-        does not depend on the model's calibration; it is noisy on short streams.
+        does not depend on the model's calibration; it is noisy on short streams. Once labels
+        arrive by row id: ``label_corrected_source_so_far`` and ``..._adapter_so_far``, the
+        objective over every row so far from the believed posteriors corrected by their error
+        on the labelled rows (:mod:`adaptable.core.label_corrected`), and the standard
+        deviation of the realised value around each (``label_corrected_*_sd``; NaN below two
+        labelled rows).
         """
         names = [str(k) for k in (range(self.n_classes) if classes is None else classes)]
         self._settle()
@@ -419,6 +440,10 @@ class DriftLog:
         for r, who in enumerate(("source", "adapter")):
             data[f"calibration_free_{who}_so_far"] = free_scores[:, r]
             data[f"calibration_free_{who}_sd"] = free_sd[:, r]
+        corrected, corrected_sd = self._residuals.estimates(expected, data["rows"], self.objective)
+        for r, who in enumerate(("source", "adapter")):
+            data[f"label_corrected_{who}_so_far"] = corrected[:, r]
+            data[f"label_corrected_{who}_sd"] = corrected_sd[:, r]
         return pd.DataFrame(data)
 
     def _calibration_free(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -479,9 +504,12 @@ class DriftLog:
         codes = list(self._predictions.values())
         # the kept logits, saved only where every kept batch has them (else none: labels by
         # row id alone then ask for the rows' features)
-        logits = [self._logits.get(index) for index in self._predictions]
-        kept_logits = (
-            np.concatenate(logits) if logits and all(x is not None for x in logits) else None
+        kept_logits, kept_believed = (
+            np.concatenate(kept) if kept and all(x is not None for x in kept) else None
+            for kept in (
+                [store.get(index) for index in self._predictions]
+                for store in (self._logits, self._believed)
+            )
         )
         # NaN marks a value not computed; the file holds 0 there and a mask (checked readers
         # refuse NaN in a saved tensor)
@@ -496,7 +524,11 @@ class DriftLog:
             "rules": np.frombuffer(rules, dtype=np.uint8).copy(),
             "predictions": np.concatenate(codes).astype(np.int64) if codes else np.zeros(0),
             "counters": np.array([self.n_rows, self.unscored, self._oldest], dtype=np.int64),
-        } | ({} if kept_logits is None else {"logits": kept_logits})
+        } | (
+            ({} if kept_logits is None else {"logits": kept_logits})
+            | ({} if kept_believed is None else {"believed": kept_believed})
+            | self._residuals.arrays(len(b))
+        )
 
     def restore(self, arrays: dict[str, np.ndarray]) -> None:
         """Inverse of :meth:`arrays` (empty arrays may be missing).
@@ -556,17 +588,21 @@ class DriftLog:
         kept_rows = [x.rows for x in self._batches[oldest:]]
         if not 0 <= oldest <= n or sum(kept_rows) != len(codes):
             raise ValueError("drift report: kept predictions do not match the batches' rows.")
-        logits = arrays.get("logits")
-        if logits is not None:
-            logits = np.asarray(logits, dtype=np.float64)
-            if logits.shape != (len(codes), c) or not np.isfinite(logits).all():
-                raise ValueError("drift report: kept logits must be finite, one row per code.")
+        kept: dict[str, np.ndarray] = {}
+        for name in ("logits", "believed"):
+            if name in arrays:
+                values = np.asarray(arrays[name], dtype=np.float64)
+                if values.shape != (len(codes), c) or not np.isfinite(values).all():
+                    raise ValueError(f"drift report: kept {name} must be finite, one row per code.")
+                kept[name] = values
+        stores = {"logits": self._logits, "believed": self._believed}
         offset = 0
         for index, rows in enumerate(kept_rows, start=oldest):
             self._predictions[index] = codes[offset : offset + rows].astype(np.int16)
-            if logits is not None:
-                self._logits[index] = logits[offset : offset + rows].copy()
+            for name, values in kept.items():
+                stores[name][index] = values[offset : offset + rows].copy()
             offset += rows
+        self._residuals.restore(arrays, n)
         self._oldest, self._kept = oldest, len(codes)
         self.n_rows, self.unscored = int(counters[0]), int(counters[1])
 

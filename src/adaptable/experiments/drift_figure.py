@@ -6,7 +6,8 @@ over the stream's batches:
 1. performance: the objective of the unadapted model and of the adapter over the stream so
    far, estimated from the posteriors (dashed), by the calibration-free estimate where the
    moment test accepts pure label shift (dash-dot, with a band of two standard deviations),
-   and realised on the labels that have arrived (solid);
+   realised on the labels that have arrived (solid), and from the posteriors corrected by
+   those labels (dotted, with its band);
 2. the estimated target label distribution with its 90 % interval, the calibration-free
    estimate (dash-dot), the share of each class among the labelled rows (dots) and, where
    given, the true share of the stream so far;
@@ -87,14 +88,19 @@ def plot_drift_report(
         estimated = report[f"estimated_{who}_so_far"].to_numpy(dtype=float)
         realised = report[f"realised_{who}_so_far"].to_numpy(dtype=float)
         performance.plot(batch, 100 * estimated, "--", color=colour, label=f"{name}, estimated")
-        free = report.get(f"calibration_free_{who}_so_far")
-        if free is not None and np.isfinite(free.to_numpy(dtype=float)).any():
-            performance.plot(
-                batch, 100 * free, "-.", color=colour, label=f"{name}, calibration-free"
-            )
-            sd = report.get(f"calibration_free_{who}_sd")
+        for column, style, kind in (
+            ("calibration_free", "-.", "calibration-free"),
+            ("label_corrected", ":", "label-corrected"),
+        ):
+            value = report.get(f"{column}_{who}_so_far")
+            if value is None or not np.isfinite(value.to_numpy(dtype=float)).any():
+                continue
+            performance.plot(batch, 100 * value, style, color=colour, label=f"{name}, {kind}")
+            sd = report.get(f"{column}_{who}_sd")
             if sd is not None:
-                low, high = (100 * (free + sign * 2 * sd).to_numpy(dtype=float) for sign in (-1, 1))
+                low, high = (
+                    100 * (value + sign * 2 * sd).to_numpy(dtype=float) for sign in (-1, 1)
+                )
                 performance.fill_between(batch, low, high, color=colour, alpha=0.12, linewidth=0)
         if np.isfinite(realised).any():
             performance.plot(batch, 100 * realised, "-", color=colour, label=f"{name}, realised")
