@@ -138,7 +138,7 @@ def test_the_sums_survive_save_and_load_and_old_files_load() -> None:
     kept = [c for c in frame if not c.startswith("label_corrected")]
     assert old_frame[kept].equals(frame[kept])
     with pytest.raises(ValueError, match="residual"):
-        broken = dict(arrays, residual_rows=-arrays["residual_rows"] - 1)
+        broken = dict(arrays, residual_rows=-arrays["residual_rows"])
         DriftLog(n_classes=2, objective="macro_f1").restore(broken)
 
 
@@ -182,3 +182,38 @@ def test_the_drift_figure_draws_the_label_corrected_lines() -> None:
     figure = plot_drift_report(log.frame())
     labels = [line.get_label() for line in figure.axes[0].lines]
     assert "adapter, label-corrected" in labels and "unadapted model, label-corrected" in labels
+
+
+def test_the_moments_read_a_chunk_at_a_time_give_the_same_deviation(monkeypatch) -> None:
+    import adaptable.core.label_corrected as module
+
+    log, _ = _stream(np.random.default_rng(7), n_batches=15, share=0.2)
+    whole = log.frame()[COLUMNS]
+    monkeypatch.setattr(module, "CHUNK", 4)
+    np.testing.assert_array_equal(log.frame()[COLUMNS].to_numpy(), whole.to_numpy())
+
+
+def test_saved_residuals_are_only_the_labelled_batches_and_are_checked() -> None:
+    log, _ = _stream(np.random.default_rng(9), n_batches=12, share=0.01)
+    arrays = log.arrays()
+    batches = arrays["residual_batches"]
+    assert 1 < len(batches) < 12 and len(arrays["residual_moments"]) == len(batches)
+    restored = DriftLog(n_classes=2, objective="macro_f1")
+    restored.restore(arrays)
+    assert restored.frame().equals(log.frame())
+    for broken in (
+        dict(arrays, residual_batches=batches[::-1].copy()),  # out of order
+        dict(arrays, residual_batches=batches + 12),  # past the last batch
+    ):
+        with pytest.raises(ValueError, match="residual"):
+            DriftLog(n_classes=2, objective="macro_f1").restore(broken)
+
+
+def test_each_batch_reads_the_labels_of_its_own_past_only() -> None:
+    # a log of 6 batches equals the first 6 rows of the report of the same 12-batch stream
+    # (each batch's labels arrive right after it)
+    longer, _ = _stream(np.random.default_rng(11), n_batches=12, share=0.1)
+    shorter, _ = _stream(np.random.default_rng(11), n_batches=6, share=0.1)
+    np.testing.assert_allclose(
+        longer.frame()[COLUMNS].to_numpy()[:6], shorter.frame()[COLUMNS].to_numpy(), rtol=1e-12
+    )

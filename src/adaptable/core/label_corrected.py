@@ -42,6 +42,9 @@ import numpy as np
 from adaptable.core.decision import score
 from adaptable.core.heldout_estimate import cell_gradient
 
+#: batches whose moments are gathered at once when the report is read (C^3 numbers each)
+CHUNK = 4096
+
 
 class ResidualSums:
     """Per batch and rule (the unadapted model's argmax, the adapter's output), the labelled
@@ -92,18 +95,22 @@ class ResidualSums:
         the believed posteriors (B, 2, C, C) and their rows (B,); NaN before the first
         labelled row (and the deviation before the second)."""
         n_batches, c = len(rows), self.n_classes
-        sums = np.zeros((n_batches, 2, c, c))
-        moments = np.zeros((n_batches, 2, c, c, c))
-        labelled = np.zeros(n_batches)
-        for batch, value in self._sums.items():
-            if batch < n_batches:
-                sums[batch] = value
-                moments[batch] = self._moments[batch]
-                labelled[batch] = self._rows[batch]
+        batches, labelled, sums, moments = self._kept(n_batches)
+        # the running sums change only at labelled batches: each batch reads the last one's
+        running_sums = np.cumsum(sums, axis=0)
+        running_moments = np.cumsum(moments, axis=0)
+        running_rows = np.cumsum(labelled)
+        last = np.searchsorted(batches, np.arange(n_batches), side="right") - 1
+        seen = last >= 0
+        where = np.maximum(last, 0)
         total = np.cumsum(rows)[:, None, None, None]
-        count = np.cumsum(labelled)[:, None, None, None]
+        count = np.where(seen, running_rows[where] if len(batches) else 0, 0.0)
+        count = count[:, None, None, None].astype(np.float64)
+        residual = np.zeros((n_batches, 2, c, c))
+        if len(batches):
+            residual[seen] = running_sums[where[seen]]
         with np.errstate(divide="ignore", invalid="ignore"):
-            cells = np.cumsum(expected, axis=0) / total + np.cumsum(sums, axis=0) / count
+            cells = np.cumsum(expected, axis=0) / total + residual / count
         cells = np.maximum(cells, 0.0)
         flat = cells.reshape(-1, c, c)
         known = np.isfinite(flat).all(axis=(1, 2)) & (flat.sum(axis=(1, 2)) > 0)
@@ -114,9 +121,20 @@ class ResidualSums:
             gradient[known] = cell_gradient(flat[known], objective)
         gradient = gradient.reshape(n_batches, 2, c, c)
         # z's mean and second moment over the labelled rows: sum_k g[:, k] . (sums[:, k],
-        # moments[k] g[:, k])
-        first = np.einsum("brik,brik->br", gradient, np.cumsum(sums, axis=0))
-        second = np.einsum("brik,brkij,brjk->br", gradient, np.cumsum(moments, axis=0), gradient)
+        # moments[k] g[:, k]); the moments gathered a chunk of batches at a time (C^3 each)
+        first = np.einsum("brik,brik->br", gradient, residual)
+        second = np.zeros((n_batches, 2))
+        for lo in range(0, n_batches, CHUNK):
+            hi = min(lo + CHUNK, n_batches)
+            part = seen[lo:hi]
+            if part.any():
+                chosen = np.arange(lo, hi)[part]
+                second[chosen] = np.einsum(
+                    "brik,brkij,brjk->br",
+                    gradient[chosen],
+                    running_moments[where[chosen]],
+                    gradient[chosen],
+                )
         n = count[:, :, 0, 0]
         with np.errstate(divide="ignore", invalid="ignore"):
             spread = np.maximum(second - first**2 / n, 0.0) / (n - 1)
@@ -124,39 +142,59 @@ class ResidualSums:
         deviation = np.where(n >= 2, np.sqrt(variance), np.nan)
         return values.reshape(n_batches, 2), deviation
 
+    def _kept(self, n_batches: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The labelled batches below ``n_batches`` in order: their indices (k,), rows (k,),
+        sums (k, 2, C, C) and moments (k, 2, C, C, C)."""
+        c = self.n_classes
+        batches = np.array(sorted(b for b in self._sums if b < n_batches), dtype=np.int64)
+        listed = batches.tolist()
+        return (
+            batches,
+            np.array([self._rows[b] for b in listed], dtype=np.int64),
+            np.array([self._sums[b] for b in listed]).reshape(-1, 2, c, c),
+            np.array([self._moments[b] for b in listed]).reshape(-1, 2, c, c, c),
+        )
+
     # ------------------------------------------------------------------ state
     def arrays(self, n_batches: int) -> dict[str, np.ndarray]:
-        """The sums of the first ``n_batches`` batches as arrays (zero where none)."""
-        c = self.n_classes
-        sums = np.zeros((n_batches, 2, c, c))
-        moments = np.zeros((n_batches, 2, c, c, c))
-        labelled = np.zeros(n_batches, dtype=np.int64)
-        for batch, value in self._sums.items():
-            sums[batch], moments[batch] = value, self._moments[batch]
-            labelled[batch] = self._rows[batch]
-        return {"residual_sums": sums, "residual_moments": moments, "residual_rows": labelled}
+        """The labelled batches' sums as arrays (those of the first ``n_batches`` batches)."""
+        batches, labelled, sums, moments = self._kept(n_batches)
+        return {
+            "residual_batches": batches,
+            "residual_rows": labelled,
+            "residual_sums": sums,
+            "residual_moments": moments,
+        }
 
     def restore(self, arrays: dict[str, np.ndarray], n_batches: int) -> None:
         """Inverse of :meth:`arrays`; missing arrays (a file written before them) give none.
 
         Raises:
-            ValueError: arrays of the wrong shapes, or negative row counts.
+            ValueError: arrays of inconsistent shapes, batches out of order or range, or
+                counts below one.
         """
         self.reset()
         if "residual_rows" not in arrays:
             return
         c = self.n_classes
-        sums = np.asarray(arrays.get("residual_sums", np.zeros(0)), dtype=np.float64)
-        moments = np.asarray(arrays.get("residual_moments", np.zeros(0)), dtype=np.float64)
+        batches = np.asarray(arrays.get("residual_batches", np.zeros(0)), dtype=np.int64)
         labelled = np.asarray(arrays["residual_rows"], dtype=np.int64).reshape(-1)
+        k = len(batches)
+        sums = np.asarray(arrays.get("residual_sums", np.zeros((0, 2, c, c))), dtype=np.float64)
+        moments = np.asarray(
+            arrays.get("residual_moments", np.zeros((0, 2, c, c, c))), dtype=np.float64
+        )
         if (
-            labelled.shape != (n_batches,)
-            or sums.shape != (n_batches, 2, c, c)
-            or moments.shape != (n_batches, 2, c, c, c)
-            or (labelled < 0).any()
+            batches.shape != (k,)
+            or labelled.shape != (k,)
+            or sums.shape != (k, 2, c, c)
+            or moments.shape != (k, 2, c, c, c)
+            or (labelled < 1).any()
+            or (k and (batches.min() < 0 or batches.max() >= n_batches))
+            or (np.diff(batches) <= 0).any()
         ):
             raise ValueError("drift report: residual arrays of inconsistent shapes or counts.")
-        for batch in np.flatnonzero(labelled).tolist():
-            self._sums[batch] = sums[batch].copy()
-            self._moments[batch] = moments[batch].copy()
-            self._rows[batch] = int(labelled[batch])
+        for index, batch in enumerate(batches.tolist()):
+            self._sums[batch] = sums[index].copy()
+            self._moments[batch] = moments[index].copy()
+            self._rows[batch] = int(labelled[index])
