@@ -345,3 +345,27 @@ def test_no_deviation_where_the_estimate_clips_to_the_edge_of_the_simplex() -> N
     jacobian = (np.eye(2) - prior[:, None]) * shares / total
     expected = jacobian @ (inverse @ spread @ inverse.T / 100) @ jacobian.T
     np.testing.assert_allclose(covariance[1], expected)
+
+
+@pytest.mark.parametrize("objective", ["accuracy", "balanced_accuracy", "macro_f1"])
+@pytest.mark.parametrize("n_classes", [2, 3, 5])
+def test_the_cell_gradient_matches_central_differences(objective: str, n_classes: int) -> None:
+    from adaptable.core.decision import score
+    from adaptable.core.heldout_estimate import cell_gradient
+
+    rng = np.random.default_rng(n_classes)
+    matrices = rng.uniform(0.5, 20.0, size=(6, n_classes, n_classes))
+    matrices[0, -1, :] = 0.0  # a class absent from the truth, still predicted
+    got = cell_gradient(matrices, objective)
+    step = 1e-6
+    for i in range(n_classes):
+        for j in range(n_classes):
+            move = np.zeros_like(matrices)
+            move[:, i, j] = step
+            if i == n_classes - 1:  # the absent row: only the classes present move
+                move[0] = 0.0
+            difference = score(matrices + move, objective) - score(matrices - move, objective)
+            expected = difference / (2 * step)
+            rows = slice(1, None) if i == n_classes - 1 else slice(None)
+            np.testing.assert_allclose(got[rows, i, j], expected[rows], rtol=1e-5, atol=1e-9)
+    assert np.isnan(cell_gradient(np.full((1, 2, 2), np.nan), objective)).all()

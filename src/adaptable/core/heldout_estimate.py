@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adaptable.core.decision import score
+from adaptable.core.decision import OBJECTIVES, score
 
 
 def soft_confusion(proba: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -140,19 +140,51 @@ def bbse_covariances(
 
 
 def cell_gradient(matrices: np.ndarray, objective: str) -> np.ndarray:
-    """The objective's gradient in the cells of each matrix (B, C, C), by central differences
-    of a millionth of the matrix's total; NaN where a matrix holds NaN."""
-    n_batches, n_classes, _ = matrices.shape
-    step = 1e-6 * np.maximum(matrices.sum(axis=(1, 2)), 1.0)
-    gradient = np.empty((n_batches, n_classes, n_classes))
+    """The objective's gradient in the cells of each matrix (B, C, C) (rows the true class,
+    columns the predicted one), in closed form; NaN where a matrix holds NaN.
+
+    With r_k, s_k a class's row and column sums, t_k = c_kk and P the classes present (as
+    :func:`~adaptable.core.decision.score` counts them): accuracy (delta_ij - acc) / total;
+    balanced accuracy (delta_ij - t_i / r_i) / (P r_i) for a present row i; macro-F1
+    (2 delta_ij / d_i - 2 t_i / d_i^2 - 2 t_j / d_j^2) / P, d_k = r_k + s_k, each term where
+    its class is present. Classes absent from a matrix contribute nothing (the objective is
+    not differentiable where one would appear).
+
+    Example:
+        >>> g = cell_gradient(np.array([[[3.0, 1.0], [1.0, 3.0]]]), "accuracy")
+        >>> g[0].round(4).tolist()  # (delta_ij - 0.75) / 8
+        [[0.0312, -0.0938], [-0.0938, 0.0312]]
+    """
+    matrices = np.asarray(matrices, dtype=np.float64)
+    n_classes = matrices.shape[-1]
+    eye = np.eye(n_classes)
+    diagonal = np.diagonal(matrices, axis1=1, axis2=2)  # t, (B, C)
+    rows = matrices.sum(axis=2)  # r, (B, C)
     with np.errstate(divide="ignore", invalid="ignore"):
-        for i in range(n_classes):
-            for j in range(n_classes):
-                move = np.zeros((n_batches, n_classes, n_classes))
-                move[:, i, j] = step
-                up = np.asarray(score(matrices + move, objective), dtype=np.float64)
-                down = np.asarray(score(matrices - move, objective), dtype=np.float64)
-                gradient[:, i, j] = (up - down) / (2 * step)
+        if objective == "accuracy":
+            total = rows.sum(axis=1)[:, None, None]
+            accuracy = diagonal.sum(axis=1)[:, None, None] / total
+            gradient = (eye - accuracy) / total
+        elif objective == "balanced_accuracy":
+            present = rows > 0
+            count = np.maximum(present.sum(axis=1), 1)[:, None]
+            safe = np.where(present, rows, 1.0)
+            by_row = np.where(present, 1.0 / (count * safe), 0.0)  # (B, C)
+            recall = np.where(present, diagonal / safe, 0.0)
+            gradient = by_row[:, :, None] * (eye - recall[:, :, None])
+        elif objective == "macro_f1":
+            sizes = rows + matrices.sum(axis=1)  # d = r + s, (B, C)
+            present = sizes > 0
+            count = np.maximum(present.sum(axis=1), 1)[:, None, None]
+            safe = np.where(present, sizes, 1.0)
+            inverse = np.where(present, 2.0 / safe, 0.0)
+            slope = np.where(present, 2.0 * diagonal / safe**2, 0.0)
+            gradient = (eye * inverse[:, :, None] - slope[:, :, None] - slope[:, None, :]) / count
+        else:
+            raise ValueError(f"objective must be one of {OBJECTIVES}; got {objective!r}.")
+    nan = np.isnan(matrices).any(axis=(1, 2))
+    gradient = np.array(gradient, dtype=np.float64)
+    gradient[nan] = np.nan
     return gradient
 
 
