@@ -184,20 +184,36 @@ def test_the_drift_figure_draws_the_label_corrected_lines() -> None:
     assert "adapter, label-corrected" in labels and "unadapted model, label-corrected" in labels
 
 
-def test_the_moments_read_a_chunk_at_a_time_give_the_same_deviation(monkeypatch) -> None:
-    import adaptable.core.label_corrected as module
+def test_the_deviation_from_the_gradients_parts_matches_the_full_form() -> None:
+    # z_i = g[:, pred_i] . u_i summed in full, on three classes and every objective
+    from adaptable.core.heldout_estimate import cell_gradient
 
-    log, _ = _stream(np.random.default_rng(7), n_batches=15, share=0.2)
-    whole = log.frame()[COLUMNS]
-    monkeypatch.setattr(module, "CHUNK", 4)
-    np.testing.assert_array_equal(log.frame()[COLUMNS].to_numpy(), whole.to_numpy())
+    rng = np.random.default_rng(12)
+    n, c = 40, 3
+    believed = rng.dirichlet(np.ones(c), size=n)
+    labels = rng.integers(0, c, n)
+    source, adapter = believed.argmax(axis=1), rng.integers(0, c, n)
+    expected = rng.uniform(1, 30, size=(1, 2, c, c))
+    rows = np.array([expected[0, 0].sum()])
+    sums = ResidualSums(n_classes=c)
+    sums.add(0, labels, believed, source, adapter)
+    u = np.eye(c)[labels] - believed
+    for objective in ("accuracy", "balanced_accuracy", "macro_f1"):
+        _, sd = sums.estimates(expected, rows, objective)
+        for r, predicted in enumerate((source, adapter)):
+            residual = u.T @ np.eye(c)[predicted]
+            cells = np.maximum(expected[0, r] / rows[0] + residual / n, 0.0)
+            g = cell_gradient(cells[None], objective)[0]
+            z = (g[:, predicted].T * u).sum(axis=1)
+            want = np.sqrt(z.var(ddof=1) * (1 / n - 1 / rows[0]))
+            np.testing.assert_allclose(sd[0, r], want, rtol=1e-9)
 
 
 def test_saved_residuals_are_only_the_labelled_batches_and_are_checked() -> None:
     log, _ = _stream(np.random.default_rng(9), n_batches=12, share=0.01)
     arrays = log.arrays()
     batches = arrays["residual_batches"]
-    assert 1 < len(batches) < 12 and len(arrays["residual_moments"]) == len(batches)
+    assert 1 < len(batches) < 12 and len(arrays["residual_cross"]) == len(batches)
     restored = DriftLog(n_classes=2, objective="macro_f1")
     restored.restore(arrays)
     assert restored.frame().equals(log.frame())

@@ -21,7 +21,7 @@ adapter, but are not scored; :attr:`DriftLog.unscored` counts them), plus the po
 the batches whose expected matrices are not yet computed (fewer than ``PENDING_ROWS`` rows
 and one batch: they are computed together, and whenever the report is read or saved). The
 posteriors the adapter believed are kept with the predicted codes, so that a late label also
-measures their error (the label-corrected columns; 2 C^3 numbers per batch that received
+measures their error (the label-corrected columns; five C x C arrays per batch that received
 labels).
 
 :meth:`DriftLog.frame` returns the report as a pandas DataFrame (see there for the columns).

@@ -141,51 +141,63 @@ def bbse_covariances(
 
 def cell_gradient(matrices: np.ndarray, objective: str) -> np.ndarray:
     """The objective's gradient in the cells of each matrix (B, C, C) (rows the true class,
-    columns the predicted one), in closed form; NaN where a matrix holds NaN.
-
-    With r_k, s_k a class's row and column sums, t_k = c_kk and P the classes present (as
-    :func:`~adaptable.core.decision.score` counts them): accuracy (delta_ij - acc) / total;
-    balanced accuracy (delta_ij - t_i / r_i) / (P r_i) for a present row i; macro-F1
-    (2 delta_ij / d_i - 2 t_i / d_i^2 - 2 t_j / d_j^2) / P, d_k = r_k + s_k, each term where
-    its class is present. Classes absent from a matrix contribute nothing (the objective is
-    not differentiable where one would appear).
+    columns the predicted one), in closed form (:func:`gradient_parts`); NaN where a matrix
+    holds NaN.
 
     Example:
         >>> g = cell_gradient(np.array([[[3.0, 1.0], [1.0, 3.0]]]), "accuracy")
         >>> g[0].round(4).tolist()  # (delta_ij - 0.75) / 8
         [[0.0312, -0.0938], [-0.0938, 0.0312]]
     """
+    diagonal, by_row, by_column = gradient_parts(matrices, objective)
+    eye = np.eye(diagonal.shape[-1])
+    return eye * diagonal[:, :, None] + by_row[:, :, None] + by_column[:, None, :]
+
+
+def gradient_parts(matrices: np.ndarray, objective: str) -> tuple[np.ndarray, ...]:
+    """The objective's gradient in the cells of each matrix (B, C, C) as three vectors (B, C):
+    g_ij = a_i delta_ij + h_i + w_j. NaN where a matrix holds NaN.
+
+    With r_k, s_k a class's row and column sums, t_k = c_kk and P the classes present (as
+    :func:`~adaptable.core.decision.score` counts them): accuracy a = 1 / total,
+    h = -acc / total, w = 0; balanced accuracy a_i = 1 / (P r_i), h_i = -t_i / (P r_i^2),
+    w = 0, for a present row i; macro-F1 a_k = 2 / (P d_k), h_k = w_k = -2 t_k / (P d_k^2),
+    d_k = r_k + s_k, for a present class k. Classes absent from a matrix contribute nothing
+    (the objective is not differentiable where one would appear). A row whose columns sum to
+    zero (a residual e_y - p, say) meets only a and h: sum_i g_ik u_i = a_k u_k + h . u.
+    """
     matrices = np.asarray(matrices, dtype=np.float64)
-    n_classes = matrices.shape[-1]
-    eye = np.eye(n_classes)
     diagonal = np.diagonal(matrices, axis1=1, axis2=2)  # t, (B, C)
     rows = matrices.sum(axis=2)  # r, (B, C)
     with np.errstate(divide="ignore", invalid="ignore"):
         if objective == "accuracy":
-            total = rows.sum(axis=1)[:, None, None]
-            accuracy = diagonal.sum(axis=1)[:, None, None] / total
-            gradient = (eye - accuracy) / total
+            total = rows.sum(axis=1, keepdims=True)
+            accuracy = diagonal.sum(axis=1, keepdims=True) / total
+            a = np.broadcast_to(1.0 / total, rows.shape)
+            h = np.broadcast_to(-accuracy / total, rows.shape)
+            w = np.zeros_like(rows)
         elif objective == "balanced_accuracy":
             present = rows > 0
-            count = np.maximum(present.sum(axis=1), 1)[:, None]
+            count = np.maximum(present.sum(axis=1, keepdims=True), 1)
             safe = np.where(present, rows, 1.0)
-            by_row = np.where(present, 1.0 / (count * safe), 0.0)  # (B, C)
-            recall = np.where(present, diagonal / safe, 0.0)
-            gradient = by_row[:, :, None] * (eye - recall[:, :, None])
+            a = np.where(present, 1.0 / (count * safe), 0.0)
+            h = np.where(present, -diagonal / (count * safe**2), 0.0)
+            w = np.zeros_like(rows)
         elif objective == "macro_f1":
             sizes = rows + matrices.sum(axis=1)  # d = r + s, (B, C)
             present = sizes > 0
-            count = np.maximum(present.sum(axis=1), 1)[:, None, None]
+            count = np.maximum(present.sum(axis=1, keepdims=True), 1)
             safe = np.where(present, sizes, 1.0)
-            inverse = np.where(present, 2.0 / safe, 0.0)
-            slope = np.where(present, 2.0 * diagonal / safe**2, 0.0)
-            gradient = (eye * inverse[:, :, None] - slope[:, :, None] - slope[:, None, :]) / count
+            a = np.where(present, 2.0 / (count * safe), 0.0)
+            h = np.where(present, -2.0 * diagonal / (count * safe**2), 0.0)
+            w = h
         else:
             raise ValueError(f"objective must be one of {OBJECTIVES}; got {objective!r}.")
     nan = np.isnan(matrices).any(axis=(1, 2))
-    gradient = np.array(gradient, dtype=np.float64)
-    gradient[nan] = np.nan
-    return gradient
+    parts = tuple(np.array(part, dtype=np.float64) for part in (a, h, w))
+    for part in parts:
+        part[nan] = np.nan
+    return parts
 
 
 def metric_deviation(

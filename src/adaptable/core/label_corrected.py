@@ -17,11 +17,14 @@ realised confusion shares of all N rows, whatever the posteriors' calibration; t
 posteriors, the smaller its variance. The objective is read from the cells (negative cells,
 which small samples can give, clipped to zero).
 
-Its deviation (delta method): with g the objective's gradient in the cells and
-z_i = g . (e_y_i - p_i) e_pred_i^T = g[y_i, pred_i] - g[:, pred_i] . p_i, the realised value
-lies around the estimate with variance Var(z) (1 / |L| - 1 / N) (the labelled rows are drawn
-from the N rows themselves). Var(z) needs, per predicted class k, the sum of u u^T over the
-labelled rows predicted k (u = e_y - p): a (C, C, C) array per rule and batch.
+Its deviation (delta method): with g the objective's gradient in the cells, u_i = e_y_i - p_i
+and z_i = g . u_i e_pred_i^T, the realised value lies around the estimate with variance
+Var(z) (1 / |L| - 1 / N) (the labelled rows are drawn from the N rows themselves). Every
+objective's gradient has the form g_jk = a_j delta_jk + h_j + w_k
+(:func:`~adaptable.core.heldout_estimate.gradient_parts`) and u sums to zero, so
+z_i = a_k u_ik + h . u_i for k = pred_i: Var(z) needs only, per rule, the sum of u_k u over the
+rows predicted k (row k of a (C, C) array) and, for both rules, the sum of u u^T: three C x C
+arrays per batch beside the residuals' sums.
 
 Example:
     >>> import numpy as np
@@ -40,17 +43,15 @@ from __future__ import annotations
 import numpy as np
 
 from adaptable.core.decision import score
-from adaptable.core.heldout_estimate import cell_gradient
-
-#: batches whose moments are gathered at once when the report is read (C^3 numbers each)
-CHUNK = 4096
+from adaptable.core.heldout_estimate import gradient_parts
 
 
 class ResidualSums:
-    """Per batch and rule (the unadapted model's argmax, the adapter's output), the labelled
-    rows' residuals summed by predicted class: ``sums`` (2, C, C), column k the sum of
-    u = e_y - p over the rows predicted k; ``moments`` (2, C, C, C), [k] the sum of u u^T over
-    them; ``rows``, the labelled rows counted.
+    """Per batch that received labels and per rule (the unadapted model's argmax, the
+    adapter's output), the labelled rows' residuals u = e_y - p summed by predicted class:
+    ``sums`` (2, C, C), column k the sum of u over the rows predicted k; ``cross`` (2, C, C),
+    row k the sum of u_k u over them; and for both rules ``outer`` (C, C), the sum of u u^T;
+    ``rows``, the labelled rows counted.
 
     Args:
         n_classes: C.
@@ -63,7 +64,8 @@ class ResidualSums:
     def reset(self) -> None:
         """Forget every batch."""
         self._sums: dict[int, np.ndarray] = {}
-        self._moments: dict[int, np.ndarray] = {}
+        self._cross: dict[int, np.ndarray] = {}
+        self._outer: dict[int, np.ndarray] = {}
         self._rows: dict[int, int] = {}
 
     def add(
@@ -78,13 +80,15 @@ class ResidualSums:
         believed when it predicted them (n, C), and both rules' predictions (n,)."""
         c = self.n_classes
         residuals = np.eye(c)[labels] - believed  # u, (n, C)
-        outer = residuals[:, :, None] * residuals[:, None, :]
         sums = self._sums.setdefault(batch, np.zeros((2, c, c)))
-        moments = self._moments.setdefault(batch, np.zeros((2, c, c, c)))
+        cross = self._cross.setdefault(batch, np.zeros((2, c, c)))
+        outer = self._outer.setdefault(batch, np.zeros((c, c)))
+        outer += residuals.T @ residuals
         for rule, predicted in enumerate((source_predictions, adapter_predictions)):
             one_hot = np.eye(c)[predicted]  # (n, C)
             sums[rule] += residuals.T @ one_hot
-            moments[rule] += np.einsum("nk,nij->kij", one_hot, outer)
+            own = residuals[np.arange(len(predicted)), predicted]  # u_k, k = the prediction
+            cross[rule] += one_hot.T @ (own[:, None] * residuals)
         self._rows[batch] = self._rows.get(batch, 0) + len(labels)
 
     def estimates(
@@ -95,56 +99,55 @@ class ResidualSums:
         the believed posteriors (B, 2, C, C) and their rows (B,); NaN before the first
         labelled row (and the deviation before the second)."""
         n_batches, c = len(rows), self.n_classes
-        batches, labelled, sums, moments = self._kept(n_batches)
+        batches, labelled, sums, cross, outer = self._kept(n_batches)
         # the running sums change only at labelled batches: each batch reads the last one's
-        running_sums = np.cumsum(sums, axis=0)
-        running_moments = np.cumsum(moments, axis=0)
-        running_rows = np.cumsum(labelled)
         last = np.searchsorted(batches, np.arange(n_batches), side="right") - 1
         seen = last >= 0
-        where = np.maximum(last, 0)
-        total = np.cumsum(rows)[:, None, None, None]
-        count = np.where(seen, running_rows[where] if len(batches) else 0, 0.0)
-        count = count[:, None, None, None].astype(np.float64)
-        residual = np.zeros((n_batches, 2, c, c))
+        running = np.zeros((n_batches, 2, c, c))
+        running_cross = np.zeros((n_batches, 2, c, c))
+        running_outer = np.zeros((n_batches, c, c))
+        count = np.zeros(n_batches)
         if len(batches):
-            residual[seen] = running_sums[where[seen]]
+            where = last[seen]
+            running[seen] = np.cumsum(sums, axis=0)[where]
+            running_cross[seen] = np.cumsum(cross, axis=0)[where]
+            running_outer[seen] = np.cumsum(outer, axis=0)[where]
+            count[seen] = np.cumsum(labelled)[where]
+        total = np.cumsum(rows)
         with np.errstate(divide="ignore", invalid="ignore"):
-            cells = np.cumsum(expected, axis=0) / total + residual / count
+            cells = (
+                np.cumsum(expected, axis=0) / total[:, None, None, None]
+                + running / count[:, None, None, None]
+            )
         cells = np.maximum(cells, 0.0)
         flat = cells.reshape(-1, c, c)
         known = np.isfinite(flat).all(axis=(1, 2)) & (flat.sum(axis=(1, 2)) > 0)
         values = np.full(len(flat), np.nan)
-        gradient = np.full((len(flat), c, c), np.nan)
+        a = np.full((len(flat), c), np.nan)
+        h = np.full((len(flat), c), np.nan)
         if known.any():
             values[known] = np.asarray(score(flat[known], objective), dtype=np.float64)
-            gradient[known] = cell_gradient(flat[known], objective)
-        gradient = gradient.reshape(n_batches, 2, c, c)
-        # z's mean and second moment over the labelled rows: sum_k g[:, k] . (sums[:, k],
-        # moments[k] g[:, k]); the moments gathered a chunk of batches at a time (C^3 each)
-        first = np.einsum("brik,brik->br", gradient, residual)
-        second = np.zeros((n_batches, 2))
-        for lo in range(0, n_batches, CHUNK):
-            hi = min(lo + CHUNK, n_batches)
-            part = seen[lo:hi]
-            if part.any():
-                chosen = np.arange(lo, hi)[part]
-                second[chosen] = np.einsum(
-                    "brik,brkij,brjk->br",
-                    gradient[chosen],
-                    running_moments[where[chosen]],
-                    gradient[chosen],
-                )
-        n = count[:, :, 0, 0]
+            a[known], h[known], _ = gradient_parts(flat[known], objective)
+        a, h = a.reshape(n_batches, 2, c), h.reshape(n_batches, 2, c)
+        # z = a_k u_k + h . u over the labelled rows (k the row's prediction): its sum from the
+        # residuals' sums, its square's from the cross and outer sums
+        own = np.diagonal(running, axis1=2, axis2=3)  # sum over rows predicted k of u_k
+        first = (a * own).sum(axis=2) + np.einsum("brj,brjk->br", h, running)
+        second = (
+            (a**2 * np.diagonal(running_cross, axis1=2, axis2=3)).sum(axis=2)
+            + 2.0 * np.einsum("brk,brkj,brj->br", a, running_cross, h)
+            + np.einsum("bri,bij,brj->br", h, running_outer, h)
+        )
+        n = count[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             spread = np.maximum(second - first**2 / n, 0.0) / (n - 1)
-            variance = spread * (1.0 / n - 1.0 / total[:, :, 0, 0])
+            variance = spread * (1.0 / n - 1.0 / total[:, None])
         deviation = np.where(n >= 2, np.sqrt(variance), np.nan)
         return values.reshape(n_batches, 2), deviation
 
-    def _kept(self, n_batches: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _kept(self, n_batches: int) -> tuple[np.ndarray, ...]:
         """The labelled batches below ``n_batches`` in order: their indices (k,), rows (k,),
-        sums (k, 2, C, C) and moments (k, 2, C, C, C)."""
+        sums (k, 2, C, C), cross sums (k, 2, C, C) and outer sums (k, C, C)."""
         c = self.n_classes
         batches = np.array(sorted(b for b in self._sums if b < n_batches), dtype=np.int64)
         listed = batches.tolist()
@@ -152,18 +155,20 @@ class ResidualSums:
             batches,
             np.array([self._rows[b] for b in listed], dtype=np.int64),
             np.array([self._sums[b] for b in listed]).reshape(-1, 2, c, c),
-            np.array([self._moments[b] for b in listed]).reshape(-1, 2, c, c, c),
+            np.array([self._cross[b] for b in listed]).reshape(-1, 2, c, c),
+            np.array([self._outer[b] for b in listed]).reshape(-1, c, c),
         )
 
     # ------------------------------------------------------------------ state
     def arrays(self, n_batches: int) -> dict[str, np.ndarray]:
         """The labelled batches' sums as arrays (those of the first ``n_batches`` batches)."""
-        batches, labelled, sums, moments = self._kept(n_batches)
+        batches, labelled, sums, cross, outer = self._kept(n_batches)
         return {
             "residual_batches": batches,
             "residual_rows": labelled,
             "residual_sums": sums,
-            "residual_moments": moments,
+            "residual_cross": cross,
+            "residual_outer": outer,
         }
 
     def restore(self, arrays: dict[str, np.ndarray], n_batches: int) -> None:
@@ -180,21 +185,23 @@ class ResidualSums:
         batches = np.asarray(arrays.get("residual_batches", np.zeros(0)), dtype=np.int64)
         labelled = np.asarray(arrays["residual_rows"], dtype=np.int64).reshape(-1)
         k = len(batches)
-        sums = np.asarray(arrays.get("residual_sums", np.zeros((0, 2, c, c))), dtype=np.float64)
-        moments = np.asarray(
-            arrays.get("residual_moments", np.zeros((0, 2, c, c, c))), dtype=np.float64
-        )
+        empty = {"residual_sums": (k, 2, c, c), "residual_cross": (k, 2, c, c)}
+        empty["residual_outer"] = (k, c, c)
+        parts = {
+            name: np.asarray(arrays.get(name, np.zeros((0, *shape[1:]))), dtype=np.float64)
+            for name, shape in empty.items()
+        }
         if (
             batches.shape != (k,)
             or labelled.shape != (k,)
-            or sums.shape != (k, 2, c, c)
-            or moments.shape != (k, 2, c, c, c)
+            or any(parts[name].shape != shape for name, shape in empty.items())
             or (labelled < 1).any()
             or (k and (batches.min() < 0 or batches.max() >= n_batches))
             or (np.diff(batches) <= 0).any()
         ):
             raise ValueError("drift report: residual arrays of inconsistent shapes or counts.")
         for index, batch in enumerate(batches.tolist()):
-            self._sums[batch] = sums[index].copy()
-            self._moments[batch] = moments[index].copy()
+            self._sums[batch] = parts["residual_sums"][index].copy()
+            self._cross[batch] = parts["residual_cross"][index].copy()
+            self._outer[batch] = parts["residual_outer"][index].copy()
             self._rows[batch] = int(labelled[index])
