@@ -396,3 +396,50 @@ def test_row_ids_in_any_order_over_a_long_stream_find_their_batches() -> None:
     np.testing.assert_array_equal(
         log.frame()["realised_rows"], np.bincount(batch_of, minlength=150)
     )
+
+
+def test_features_with_kept_row_ids_are_not_scored_again(shifts) -> None:
+    """partial_fit(X, y, rows=...) learns what partial_fit(None, y, rows=...) learns where the
+    rows' scores are still kept, without calling the model; past the kept rows it scores X."""
+    stream = shifts.make_stream("concept", 12 * BATCH, seed=9)
+    with_x, model = _fitted(stream)
+    by_id, _ = _fitted(stream)
+    calls = []
+    original = model.predict_proba
+
+    def counted(X):
+        calls.append(len(X))
+        return original(X)
+
+    for t in range(6):
+        batch = stream.x_stream[t * BATCH : (t + 1) * BATCH]
+        with_x.predict(batch)
+        by_id.predict(batch)
+    rows = np.arange(0, 6 * BATCH, 3)
+    model.predict_proba = counted
+    try:
+        with_x.partial_fit(stream.x_stream[rows], stream.y_stream[rows], rows=rows)
+        assert calls == []  # the kept scores served
+        with pytest.raises(ValueError, match="already predicted"):
+            with_x.partial_fit(stream.x_stream[:1], stream.y_stream[:1], rows=[6 * BATCH])
+    finally:
+        model.predict_proba = original
+    by_id.partial_fit(None, stream.y_stream[rows], rows=rows)
+    for t in range(6, 12):
+        batch = stream.x_stream[t * BATCH : (t + 1) * BATCH]
+        np.testing.assert_array_equal(with_x.predict_proba(batch), by_id.predict_proba(batch))
+    # without ids, and past the kept rows, the features are scored
+    small, small_model = _fitted(stream)
+    small.decider_.drift_log.prediction_rows = BATCH
+    for t in range(3):
+        small.predict(stream.x_stream[t * BATCH : (t + 1) * BATCH])
+    original = small_model.predict_proba
+    small_model.predict_proba = counted
+    try:
+        small.partial_fit(stream.x_stream[:4], stream.y_stream[:4], rows=np.arange(4))
+        small.partial_fit(stream.x_stream[:2], stream.y_stream[:2])
+        last = np.arange(2 * BATCH, 2 * BATCH + 3)
+        small.partial_fit(stream.x_stream[last], stream.y_stream[last], rows=last)
+    finally:
+        small_model.predict_proba = original
+    assert calls == [4, 2]
