@@ -184,7 +184,8 @@ class DriftLog:
                 probabilities the adapter believes, and ``source_proba`` (rows, C), the model's
                 own, from which they are computed later (:func:`expected_confusion` of the
                 model's argmax and of ``predictions``; the arrays are kept, not copied, until
-                then: do not change them).
+                then, and ``posteriors`` as long as the predicted codes, for the
+                label-corrected columns: do not change them).
             prior_total: the total pseudo-count of the Dirichlet whose mean is
                 ``target_prior`` (its interval; ``None``: no interval).
             shift_statistic, shift_threshold, prior_statistic, prior_critical: the tests'
@@ -223,8 +224,8 @@ class DriftLog:
         self._append_start(self.n_rows)
         if logits is not None:
             self._logits[index] = np.array(logits, dtype=np.float64)
-        if posteriors is not None:
-            self._believed[index] = np.array(posteriors, dtype=np.float64)
+        if posteriors is not None:  # kept, not copied, like the pending records' arrays
+            self._believed[index] = posteriors
         self._keep(np.asarray(predictions, dtype=np.int16))
         self.n_rows += rows
         if expected is None:
