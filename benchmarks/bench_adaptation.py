@@ -35,10 +35,9 @@ methods called (numpy's own Python functions counted once, not the calls inside 
 and operators on arrays are not calls the hook sees) and all function calls, Python and C.
 
 The labelled-rows table times ``AdapTable.partial_fit(X, y)`` (labels arriving for rows already
-predicted; the model scores X again) per row, where the estimator has it, then the same labels
-with their row ids, ``partial_fit(X, y, rows=ids)`` and ``partial_fit(None, y, rows=ids)``
-where it takes them (from the scores the adapter kept when it predicted the rows: no model
-call).
+predicted) per row, where the estimator has it, and ``partial_fit(None, y, rows=ids)`` where it
+takes that (the same labels by row id alone, from the scores the adapter kept when it
+predicted the rows: no model call).
 
 With ``--device cuda`` the source model runs on the GPU (the adaptation stays on the CPU), and a
 last table asks whether the adaptation should run where the logits are: per row, the copy of
@@ -264,11 +263,9 @@ def bench_dataset(
                     method.partial_fit(batch, answer["y"].to_numpy())
 
             p_med, p_min = timed(run_labelled, args.repeats, args.clock)
-            by_id = by_row_id(method, batches, labels, args.repeats, args.clock, False)
-            both = by_row_id(method, batches, labels, args.repeats, args.clock, True)
+            by_id = by_row_id(method, batches, labels, args.repeats, args.clock)
             labelled.append(
-                f"| {name} | {size} | {us(p_med):.2f} / {us(p_min):.2f} | {both(us)} | "
-                f"{by_id(us)} |"
+                f"| {name} | {size} | {us(p_med):.2f} / {us(p_min):.2f} | {by_id(us)} |"
             )
         if args.device != "cpu":
             on_device.append(adaptation_on_device(name, size, method, logits, ready, args))
@@ -370,13 +367,12 @@ def adaptation_on_device(
 
 
 def by_row_id(
-    method: Any, batches: list, labels: list, repeats: int, clock: str, with_features: bool
+    method: Any, batches: list, labels: list, repeats: int, clock: str
 ) -> Callable[[Callable[[float], float]], str]:
     """``partial_fit(None, y, rows=ids)`` (labels of predicted rows, by id alone: the adapter's
-    kept scores, no model call), or with ``with_features`` ``partial_fit(X, y, rows=ids)``,
-    seconds median / min over ``repeats`` passes, each after the same rows were predicted from
-    ``reset()`` (untimed); a formatter of the two, or "-" where this AdapTable does not take
-    them."""
+    kept scores, no model call), seconds median / min over ``repeats`` passes, each after the
+    same rows were predicted from ``reset()`` (untimed); a formatter of the two, or "-" where
+    this AdapTable does not take ``X=None``."""
     now = CLOCKS[clock]
     times = []
     for _ in range(repeats + 1):  # the first pass warms up
@@ -389,9 +385,8 @@ def by_row_id(
             first += len(batch)
         start = now()
         try:
-            for batch, rows, answer in zip(batches, ids, labels, strict=True):
-                features = batch if with_features else None
-                method.partial_fit(features, answer["y"].to_numpy(), rows=rows)
+            for rows, answer in zip(ids, labels, strict=True):
+                method.partial_fit(None, answer["y"].to_numpy(), rows=rows)
         except (TypeError, ValueError, AttributeError):
             return lambda us: "-"
         times.append(now() - start)
@@ -503,11 +498,8 @@ def main() -> None:
     print("\n".join(tables["core"]))
     print("\n### Labelled rows: AdapTable.partial_fit, us per row, median / min\n")
     if tables["labelled"]:
-        print(
-            "| dataset | batch | partial_fit(X, y) | partial_fit(X, y, rows=ids) | "
-            "partial_fit(None, y, rows=ids) |"
-        )
-        print("|---|---|---|---|---|")
+        print("| dataset | batch | partial_fit(X, y) | partial_fit(None, y, rows=ids) |")
+        print("|---|---|---|---|")
         print("\n".join(tables["labelled"]))
     else:
         print("not measured (partial_fit is the default preset's)")

@@ -305,17 +305,6 @@ class DriftLog:
             out[part] = logits[offsets]
         return out
 
-    def keeps_logits(self, row_ids: np.ndarray) -> bool:
-        """Whether the logits of every given row are still kept (:meth:`kept_logits` would
-        return them).
-
-        Raises:
-            ValueError: an id naming no row predicted so far.
-        """
-        row_ids = np.asarray(row_ids, dtype=np.int64)
-        self._check_ids(row_ids)
-        return all(self._logits.get(index) is not None for index, _, _ in self._by_batch(row_ids))
-
     def _append_start(self, start: int) -> None:
         index = len(self._batches) - 1  # the batch just appended
         if index == len(self._start_buffer):

@@ -38,9 +38,7 @@ class LateLabels:
         Args:
             X: the rows, as the model takes them (n rows); or ``None`` with ``rows``: the
                 labels then go with the model's scores the adapter kept when it predicted
-                those rows (the last 65,536 rows'), and the model is not called again. With
-                ``rows`` whose scores are still kept, ``X`` is not scored again either (only
-                its row count is checked): the kept scores are the ones its prediction used.
+                those rows (the last 65,536 rows'), and the model is not called again.
             y: their labels, (n,).
             rows: optional ids of the rows: their positions in the stream since fit / reset
                 (the first batch passed to :meth:`predict_proba` holds rows 0 .. n_1 - 1, the
@@ -86,10 +84,6 @@ class LateLabels:
         n_rows = self._check_batch(X)
         if n_rows != len(codes):
             raise ValueError(f"adaptable: X has {n_rows} rows but y has {len(codes)} labels.")
-        if rows is not None:
-            ids = self._row_ids(rows, codes)
-            if self.decider_.keeps_logits(ids):  # the scores made when they were predicted
-                return self._learn(self.decider_.kept_logits(ids), codes, ids)
         if self._encoded_logits is not None:
             logits = self._encoded_logits(self.encoder_.encode(X))
         else:

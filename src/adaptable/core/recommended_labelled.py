@@ -101,11 +101,6 @@ class LabelledRows:
         (:meth:`~adaptable.core.drift_report.DriftLog.kept_logits`)."""
         return self.drift_log.kept_logits(rows)
 
-    def keeps_logits(self, rows: np.ndarray) -> bool:
-        """Whether the model's logits of these earlier rows are still kept; ``ValueError``
-        for an id naming no row predicted so far."""
-        return self.drift_log.keeps_logits(rows)
-
     def _unlabelled_prior(self, moment_accepts: bool) -> PriorPosterior:
         """The target label distribution from the labels and the MAP-EM estimate, the latter
         worth its information while the moment test accepts pure label shift (else nothing)."""
