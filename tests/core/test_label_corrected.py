@@ -233,3 +233,77 @@ def test_each_batch_reads_the_labels_of_its_own_past_only() -> None:
     np.testing.assert_allclose(
         longer.frame()[COLUMNS].to_numpy()[:6], shorter.frame()[COLUMNS].to_numpy(), rtol=1e-12
     )
+
+
+def test_a_row_labelled_twice_gives_no_warning_and_a_deviation_of_zero_or_more() -> None:
+    import warnings
+
+    sums = ResidualSums(n_classes=2)
+    believed = np.array([[0.6, 0.4], [0.2, 0.8], [0.7, 0.3]])
+    for _ in range(2):  # the same three rows again: 6 labels for a 4-row stream
+        sums.add(0, np.array([1, 1, 0]), believed, np.array([0, 1, 0]), np.array([0, 1, 0]))
+    expected = np.array([[[[2.0, 1.0], [0.5, 0.5]]] * 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scores, sd = sums.estimates(expected, np.array([4.0]), "macro_f1")
+    assert np.isfinite(scores).all()
+    np.testing.assert_array_equal(sd, np.zeros((1, 2)))
+
+
+def test_the_gradient_of_an_empty_matrix_is_zero_without_a_warning() -> None:
+    import warnings
+
+    from adaptable.core.heldout_estimate import cell_gradient
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for objective in ("accuracy", "balanced_accuracy", "macro_f1"):
+            assert (cell_gradient(np.zeros((1, 3, 3)), objective) == 0).all()
+
+
+def test_the_unadapted_models_argmax_comes_from_the_kept_scores() -> None:
+    # labels given with a wrong argmax for the model: the correction still reads the argmax
+    # of the logits the record kept, as its expected term does
+    def logged(wrong: bool) -> DriftLog:
+        log = DriftLog(n_classes=2, objective="accuracy")
+        logits = np.log(np.array([[0.7, 0.3], [0.2, 0.8], [0.6, 0.4], [0.1, 0.9]]))
+        proba = np.exp(logits)
+        log.record(rows=4, predictions=np.array([0, 1, 1, 1]), rule="source",
+                   target_prior=np.array([0.5, 0.5]), posteriors=proba, source_proba=proba,
+                   logits=logits)  # fmt: skip
+        argmax = logits.argmax(axis=1)[:3]
+        log.learn(np.arange(3), np.array([0, 1, 1]), 1 - argmax if wrong else argmax)
+        return log
+
+    right, wrong = logged(False).frame(), logged(True).frame()
+    column = "label_corrected_source_so_far"
+    assert right[column].iloc[0] == wrong[column].iloc[0]
+    assert right["realised_source"].iloc[0] != wrong["realised_source"].iloc[0]
+
+
+def test_posteriors_kept_after_loading_an_older_file_are_saved_again() -> None:
+    # a file without believed posteriors, then new batches: their posteriors and labels
+    # survive the next save and load
+    rng = np.random.default_rng(13)
+    log, _ = _stream(rng, n_batches=4, share=0.1)
+    older = {k: v for k, v in log.arrays().items() if not k.startswith(("believed", "residual"))}
+    first, second = DriftLog(n_classes=2, objective="macro_f1"), None
+    first.restore(older)
+    for _ in range(4):
+        p1 = rng.random(50)
+        believed = np.stack([1 - p1, p1], axis=1)
+        start = first.n_rows
+        first.record(rows=50, predictions=believed.argmax(1), rule="source",
+                     target_prior=np.array([0.5, 0.5]), posteriors=believed,
+                     source_proba=believed)  # fmt: skip
+        first.learn(start + np.arange(10), rng.integers(0, 2, 10), believed[:10].argmax(1))
+    second = DriftLog(n_classes=2, objective="macro_f1")
+    arrays = first.arrays()
+    assert arrays["believed_batches"].tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    second.restore(arrays)
+    assert second.frame().equals(first.frame())
+    assert second.frame()[COLUMNS].iloc[-1].notna().all()
+    more = np.arange(first.n_rows - 50, first.n_rows - 40)
+    for target in (first, second):
+        target.learn(more, np.ones(10, dtype=np.int64), np.zeros(10, dtype=np.int64))
+    assert second.frame().equals(first.frame())

@@ -364,9 +364,10 @@ class DriftLog:
             realised[1] += confusion(labels[part], codes[offsets], self.n_classes)
             believed = self._believed.get(index)
             if believed is not None:
-                self._residuals.add(
-                    index, labels[part], believed[offsets], source_predictions[part], codes[offsets]
-                )
+                # the model's argmax as the expected term reads it, where its scores are kept
+                logits = self._logits.get(index)
+                source = source_predictions[part] if logits is None else logits[offsets].argmax(1)
+                self._residuals.add(index, labels[part], believed[offsets], source, codes[offsets])
 
     # ------------------------------------------------------------------ reading
     def frame(self, classes: Any = None) -> pd.DataFrame:
@@ -503,31 +504,27 @@ class DriftLog:
         ).reshape(-1, 1 + c, c)
         rules = "\n".join(x.rule for x in b).encode()
         codes = list(self._predictions.values())
-        # the kept logits, saved only where every kept batch has them (else none: labels by
-        # row id alone then ask for the rows' features)
-        kept_logits, kept_believed = (
-            np.concatenate(kept) if kept and all(x is not None for x in kept) else None
-            for kept in (
-                [store.get(index) for index in self._predictions]
-                for store in (self._logits, self._believed)
-            )
-        )
+        # the kept logits and believed posteriors, with a mask of the kept batches that have
+        # them (a record may come without; a file may have held none)
+        per_row = {}
+        for name, store in (("logits", self._logits), ("believed", self._believed)):
+            per_row |= _kept_rows(name, store, self._predictions, c)
         # NaN marks a value not computed; the file holds 0 there and a mask (checked readers
         # refuse NaN in a saved tensor)
-        return {
-            "scalars": np.nan_to_num(scalars),
-            "scalars_missing": np.isnan(scalars).astype(np.uint8),
-            "vectors": np.nan_to_num(vectors),
-            "vectors_missing": np.isnan(vectors).astype(np.uint8),
-            "inputs": np.nan_to_num(inputs),
-            "inputs_missing": np.isnan(inputs).astype(np.uint8),
-            "matrices": matrices,
-            "rules": np.frombuffer(rules, dtype=np.uint8).copy(),
-            "predictions": np.concatenate(codes).astype(np.int64) if codes else np.zeros(0),
-            "counters": np.array([self.n_rows, self.unscored, self._oldest], dtype=np.int64),
-        } | (
-            ({} if kept_logits is None else {"logits": kept_logits})
-            | ({} if kept_believed is None else {"believed": kept_believed})
+        return (
+            {
+                "scalars": np.nan_to_num(scalars),
+                "scalars_missing": np.isnan(scalars).astype(np.uint8),
+                "vectors": np.nan_to_num(vectors),
+                "vectors_missing": np.isnan(vectors).astype(np.uint8),
+                "inputs": np.nan_to_num(inputs),
+                "inputs_missing": np.isnan(inputs).astype(np.uint8),
+                "matrices": matrices,
+                "rules": np.frombuffer(rules, dtype=np.uint8).copy(),
+                "predictions": np.concatenate(codes).astype(np.int64) if codes else np.zeros(0),
+                "counters": np.array([self.n_rows, self.unscored, self._oldest], dtype=np.int64),
+            }
+            | per_row
             | self._residuals.arrays(len(b))
         )
 
@@ -589,23 +586,49 @@ class DriftLog:
         kept_rows = [x.rows for x in self._batches[oldest:]]
         if not 0 <= oldest <= n or sum(kept_rows) != len(codes):
             raise ValueError("drift report: kept predictions do not match the batches' rows.")
-        kept: dict[str, np.ndarray] = {}
+        kept: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for name in ("logits", "believed"):
             if name in arrays:
                 values = np.asarray(arrays[name], dtype=np.float64)
-                if values.shape != (len(codes), c) or not np.isfinite(values).all():
+                # files written before the mask hold every kept batch's rows or none
+                mask = np.asarray(arrays.get(f"{name}_batches", np.ones(len(kept_rows))), bool)
+                if (
+                    values.shape != (len(codes), c)
+                    or not np.isfinite(values).all()
+                    or mask.shape != (len(kept_rows),)
+                ):
                     raise ValueError(f"drift report: kept {name} must be finite, one row per code.")
-                kept[name] = values
+                kept[name] = (values, mask)
         stores = {"logits": self._logits, "believed": self._believed}
         offset = 0
-        for index, rows in enumerate(kept_rows, start=oldest):
+        for position, (index, rows) in enumerate(enumerate(kept_rows, start=oldest)):
             self._predictions[index] = codes[offset : offset + rows].astype(np.int16)
-            for name, values in kept.items():
-                stores[name][index] = values[offset : offset + rows].copy()
+            for name, (values, mask) in kept.items():
+                if mask[position]:
+                    stores[name][index] = values[offset : offset + rows].copy()
             offset += rows
         self._residuals.restore(arrays, n)
         self._oldest, self._kept = oldest, len(codes)
         self.n_rows, self.unscored = int(counters[0]), int(counters[1])
+
+
+def _kept_rows(
+    name: str, store: dict[int, np.ndarray], predictions: dict[int, np.ndarray], n_classes: int
+) -> dict[str, np.ndarray]:
+    """The kept batches' rows of ``store`` as one array (zeros where a batch has none) and the
+    mask of the batches that have them, under ``name`` and ``name_batches``; none where no
+    kept batch has any."""
+    present = [store.get(index) is not None for index in predictions]
+    if not any(present):
+        return {}
+    rows = [
+        store[index] if here else np.zeros((len(codes), n_classes))
+        for (index, codes), here in zip(predictions.items(), present, strict=True)
+    ]
+    return {
+        name: np.concatenate(rows).astype(np.float64, copy=False),
+        f"{name}_batches": np.array(present, dtype=np.uint8),
+    }
 
 
 def _number(value: float | None) -> float:

@@ -151,7 +151,8 @@ def cell_gradient(matrices: np.ndarray, objective: str) -> np.ndarray:
     """
     diagonal, by_row, by_column = gradient_parts(matrices, objective)
     eye = np.eye(diagonal.shape[-1])
-    return eye * diagonal[:, :, None] + by_row[:, :, None] + by_column[:, None, :]
+    with np.errstate(invalid="ignore"):  # NaN parts of a NaN matrix
+        return eye * diagonal[:, :, None] + by_row[:, :, None] + by_column[:, None, :]
 
 
 def gradient_parts(matrices: np.ndarray, objective: str) -> tuple[np.ndarray, ...]:
@@ -163,8 +164,9 @@ def gradient_parts(matrices: np.ndarray, objective: str) -> tuple[np.ndarray, ..
     h = -acc / total, w = 0; balanced accuracy a_i = 1 / (P r_i), h_i = -t_i / (P r_i^2),
     w = 0, for a present row i; macro-F1 a_k = 2 / (P d_k), h_k = w_k = -2 t_k / (P d_k^2),
     d_k = r_k + s_k, for a present class k. Classes absent from a matrix contribute nothing
-    (the objective is not differentiable where one would appear). A row whose columns sum to
-    zero (a residual e_y - p, say) meets only a and h: sum_i g_ik u_i = a_k u_k + h . u.
+    (the objective is not differentiable where one would appear), and an empty matrix has a
+    zero gradient. A vector u over the true classes that sums to zero (a residual e_y - p, one
+    column of a correction) meets only a and h: sum_i g_ik u_i = a_k u_k + h . u.
     """
     matrices = np.asarray(matrices, dtype=np.float64)
     diagonal = np.diagonal(matrices, axis1=1, axis2=2)  # t, (B, C)
@@ -172,9 +174,11 @@ def gradient_parts(matrices: np.ndarray, objective: str) -> tuple[np.ndarray, ..
     with np.errstate(divide="ignore", invalid="ignore"):
         if objective == "accuracy":
             total = rows.sum(axis=1, keepdims=True)
-            accuracy = diagonal.sum(axis=1, keepdims=True) / total
-            a = np.broadcast_to(1.0 / total, rows.shape)
-            h = np.broadcast_to(-accuracy / total, rows.shape)
+            rows_in = total > 0  # an empty matrix: no class present, a zero gradient
+            safe = np.where(rows_in, total, 1.0)
+            accuracy = diagonal.sum(axis=1, keepdims=True) / safe
+            a = np.broadcast_to(np.where(rows_in, 1.0 / safe, 0.0), rows.shape)
+            h = np.broadcast_to(np.where(rows_in, -accuracy / safe, 0.0), rows.shape)
             w = np.zeros_like(rows)
         elif objective == "balanced_accuracy":
             present = rows > 0

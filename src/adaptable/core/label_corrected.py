@@ -12,14 +12,17 @@ and L the labelled ones among them,
     cells = (1 / N) sum_{i <= N} p_i e_pred_i^T  +  (1 / |L|) sum_{i in L} (e_y_i - p_i) e_pred_i^T,
 
 whose second term is the posteriors' mean error, measured where labels arrived. Where the
-labelled rows are a random sample of the rows (whatever the delay) it is unbiased for the
-realised confusion shares of all N rows, whatever the posteriors' calibration; the better the
-posteriors, the smaller its variance. The objective is read from the cells (negative cells,
-which small samples can give, clipped to zero).
+labelled rows are a random sample of the N rows it is unbiased for their realised confusion
+shares, whatever the posteriors' calibration; the better the posteriors, the smaller its
+variance. Labels that arrive late leave the latest rows unlabelled: the estimate then assumes
+that the posteriors err on them as on the earlier rows, and a calibration that drifts over
+the stream biases it (as it does the realised columns). The objective is read from the cells
+(negative cells, which small samples can give, clipped to zero).
 
 Its deviation (delta method): with g the objective's gradient in the cells, u_i = e_y_i - p_i
 and z_i = g . u_i e_pred_i^T, the realised value lies around the estimate with variance
-Var(z) (1 / |L| - 1 / N) (the labelled rows are drawn from the N rows themselves). Every
+Var(z) (1 / |L| - 1 / N) (the labelled rows are drawn from the N rows themselves; a row
+labelled twice counts twice, and the factor stops at zero). Every
 objective's gradient has the form g_jk = a_j delta_jk + h_j + w_k
 (:func:`~adaptable.core.heldout_estimate.gradient_parts`) and u sums to zero, so
 z_i = a_k u_ik + h . u_i for k = pred_i: Var(z) needs only, per rule, the sum of u_k u over the
@@ -47,11 +50,11 @@ from adaptable.core.heldout_estimate import gradient_parts
 
 
 class ResidualSums:
-    """Per batch that received labels and per rule (the unadapted model's argmax, the
-    adapter's output), the labelled rows' residuals u = e_y - p summed by predicted class:
-    ``sums`` (2, C, C), column k the sum of u over the rows predicted k; ``cross`` (2, C, C),
-    row k the sum of u_k u over them; and for both rules ``outer`` (C, C), the sum of u u^T;
-    ``rows``, the labelled rows counted.
+    """The labelled rows' residuals u = e_y - p, summed per batch that received labels: per
+    rule (the unadapted model's argmax, the adapter's output) by predicted class, a (2, C, C)
+    array whose column k is the sum of u over the rows predicted k, and a (2, C, C) one whose
+    row k is the sum of u_k u over them; for both rules the sum of u u^T, (C, C); and the
+    labelled rows counted.
 
     Args:
         n_classes: C.
@@ -79,13 +82,14 @@ class ResidualSums:
         """Labelled rows of batch ``batch``: their label codes (n,), the posteriors the adapter
         believed when it predicted them (n, C), and both rules' predictions (n,)."""
         c = self.n_classes
-        residuals = np.eye(c)[labels] - believed  # u, (n, C)
+        eye = np.eye(c)
+        residuals = eye[labels] - believed  # u, (n, C)
         sums = self._sums.setdefault(batch, np.zeros((2, c, c)))
         cross = self._cross.setdefault(batch, np.zeros((2, c, c)))
         outer = self._outer.setdefault(batch, np.zeros((c, c)))
         outer += residuals.T @ residuals
         for rule, predicted in enumerate((source_predictions, adapter_predictions)):
-            one_hot = np.eye(c)[predicted]  # (n, C)
+            one_hot = eye[predicted]  # (n, C)
             sums[rule] += residuals.T @ one_hot
             own = residuals[np.arange(len(predicted)), predicted]  # u_k, k = the prediction
             cross[rule] += one_hot.T @ (own[:, None] * residuals)
@@ -126,7 +130,8 @@ class ResidualSums:
         a = np.full((len(flat), c), np.nan)
         h = np.full((len(flat), c), np.nan)
         if known.any():
-            values[known] = np.asarray(score(flat[known], objective), dtype=np.float64)
+            # (a leading axis of one keeps score off its two-rule shortcut)
+            values[known] = np.asarray(score(flat[known][None], objective), dtype=np.float64)[0]
             a[known], h[known], _ = gradient_parts(flat[known], objective)
         a, h = a.reshape(n_batches, 2, c), h.reshape(n_batches, 2, c)
         # z = a_k u_k + h . u over the labelled rows (k the row's prediction): its sum from the
@@ -141,8 +146,8 @@ class ResidualSums:
         n = count[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             spread = np.maximum(second - first**2 / n, 0.0) / (n - 1)
-            variance = spread * (1.0 / n - 1.0 / total[:, None])
-        deviation = np.where(n >= 2, np.sqrt(variance), np.nan)
+            variance = spread * np.maximum(1.0 / n - 1.0 / total[:, None], 0.0)
+            deviation = np.where(n >= 2, np.sqrt(variance), np.nan)
         return values.reshape(n_batches, 2), deviation
 
     def _kept(self, n_batches: int) -> tuple[np.ndarray, ...]:
