@@ -63,7 +63,7 @@ def one_dataset(name: str, args: argparse.Namespace) -> str:
             method.encoder_.encode(batch)
         t1 = time.perf_counter()
         for e in encoded:
-            method._encoded_logits(e)
+            checked_logits(method._encoded_logits(e), method.n_classes_)
         t2 = time.perf_counter()
         method.reset()
         t3 = time.perf_counter()

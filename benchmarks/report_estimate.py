@@ -310,8 +310,11 @@ def labelled_estimates(args: argparse.Namespace) -> None:
                 report = fitted.method.report()
                 last, labelled = report.iloc[-1], report["realised_rows"].sum()
                 kind = "domain split" if scenario == "natural" else "label shift"
+                n_classes = len(labels)
                 for who, predicted in (("source", source), ("adapter", np.concatenate(adapted))):
-                    real = 100 * f1_score(y_all, predicted, average="macro", labels=labels)
+                    # the report's convention: a class absent from truth and predictions is
+                    # left out of the mean
+                    real = 100 * float(score(confusion(y_all, predicted, n_classes), "macro_f1"))
                     values = [100 * last[f"{column}_{who}_so_far"]
                               for column in ("estimated", "realised", "label_corrected")]  # fmt: skip
                     sd = 100 * last[f"label_corrected_{who}_sd"]

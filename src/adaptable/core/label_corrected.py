@@ -190,16 +190,19 @@ class ResidualSums:
         batches = np.asarray(arrays.get("residual_batches", np.zeros(0)), dtype=np.int64)
         labelled = np.asarray(arrays["residual_rows"], dtype=np.int64).reshape(-1)
         k = len(batches)
-        empty = {"residual_sums": (k, 2, c, c), "residual_cross": (k, 2, c, c)}
-        empty["residual_outer"] = (k, c, c)
+        shapes = {
+            "residual_sums": (k, 2, c, c),
+            "residual_cross": (k, 2, c, c),
+            "residual_outer": (k, c, c),
+        }
         parts = {
             name: np.asarray(arrays.get(name, np.zeros((0, *shape[1:]))), dtype=np.float64)
-            for name, shape in empty.items()
+            for name, shape in shapes.items()
         }
         if (
             batches.shape != (k,)
             or labelled.shape != (k,)
-            or any(parts[name].shape != shape for name, shape in empty.items())
+            or any(parts[name].shape != shape for name, shape in shapes.items())
             or (labelled < 1).any()
             or (k and (batches.min() < 0 or batches.max() >= n_batches))
             or (np.diff(batches) <= 0).any()
