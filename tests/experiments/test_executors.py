@@ -105,3 +105,24 @@ def _group_members(group: int) -> list[int]:
         ["ps", "-o", "pid=,stat=", "-g", str(group)], capture_output=True, text=True, check=False
     ).stdout.split("\n")
     return [int(line.split()[0]) for line in listed if line.strip() and "Z" not in line.split()[1]]
+
+
+def _sleep(seconds: float, context: object) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def test_an_abandoned_pool_is_shut_down_before_the_caller_goes_on() -> None:
+    """Ctrl-C or an abandoned sweep: the pool's manager thread is gone when control returns,
+    so the interpreter's exit handler finds its pipes closed, not closing (a race that printed
+    a traceback after the one-line message)."""
+    import threading
+    from concurrent.futures import process
+
+    calls = LocalExecutor(workers=2).map_unordered(_sleep, [0.0, 30.0, 30.0, 30.0], None)
+    assert next(calls)[1] == 0.0
+    started = time.monotonic()
+    calls.close()  # as Ctrl-C leaves the loop
+    assert time.monotonic() - started < 20  # the running calls were stopped, not waited for
+    managers = [t for t in threading.enumerate() if isinstance(t, process._ExecutorManagerThread)]
+    assert not managers

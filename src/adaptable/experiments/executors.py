@@ -115,7 +115,10 @@ class LocalExecutor:
             # would be thrown away, so the workers stop now instead of finishing them.
             if not finished_all:
                 _stop_workers(pool)
-            pool.shutdown(wait=finished_all, cancel_futures=True)
+            # Waited for even when interrupted: the workers are gone, and the pool's manager
+            # thread must close its pipes before the interpreter's exit handler writes to them
+            # (otherwise a traceback from that handler follows the one-line message).
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def close(self) -> None:
         """Nothing to release (pools live only for one ``map_unordered`` call)."""
