@@ -307,3 +307,18 @@ def test_posteriors_kept_after_loading_an_older_file_are_saved_again() -> None:
     for target in (first, second):
         target.learn(more, np.ones(10, dtype=np.int64), np.zeros(10, dtype=np.int64))
     assert second.frame().equals(first.frame())
+
+
+def test_the_deviation_stops_at_the_largest_a_value_in_zero_one_can_have() -> None:
+    # four labelled rows of a 28-row stream, balanced accuracy on three classes: the
+    # corrected cells leave class 1 a row of about 0.05, whose gradient (one over it) gives the
+    # delta method a deviation of about 1.0
+    sums = ResidualSums(n_classes=3)
+    believed = np.array(
+        [[0.33, 0.5, 0.17], [0.37, 0.25, 0.38], [0.23, 0.63, 0.14], [0.65, 0.22, 0.13]]
+    )
+    predicted = np.array([0, 1, 0, 0])
+    sums.add(0, np.array([2, 0, 0, 0]), believed, predicted, predicted)
+    expected = np.array([[[[1.0, 4.0, 1.0], [5.0, 3.0, 0.0], [5.0, 5.0, 4.0]]] * 2])
+    _, sd = sums.estimates(expected, np.array([28.0]), "balanced_accuracy")
+    np.testing.assert_array_equal(sd, np.full((1, 2), 0.5))

@@ -30,6 +30,11 @@ import numpy as np
 
 from adaptable.core.decision import OBJECTIVES, score
 
+#: the largest standard deviation a value in [0, 1] can have: a deviation by the delta method,
+#: which a nearly absent class can blow up (its gradient grows as one over its count), is
+#: capped there
+LARGEST_DEVIATION = 0.5
+
 
 def soft_confusion(proba: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """C[i, j] = mean over the rows of p(yhat = i | x) [y = j], (C, C), from predicted
@@ -348,7 +353,7 @@ def stream_estimates(
         gradient = cell_gradient(matrices, objective)
         stream = metric_deviation(prior, covariance, counts[:, r], objective, gradient) ** 2
         realised = realised_variance(matrices, objective, gradient)
-        deviations[:, r] = np.sqrt(stream + spread[:, r] + realised)
+        deviations[:, r] = np.minimum(np.sqrt(stream + spread[:, r] + realised), LARGEST_DEVIATION)
     deviations[~np.isfinite(scores)] = np.nan
     prior[seen == 0] = np.nan
     return prior, scores, deviations

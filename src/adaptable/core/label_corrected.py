@@ -22,7 +22,8 @@ the stream biases it (as it does the realised columns). The objective is read fr
 Its deviation (delta method): with g the objective's gradient in the cells, u_i = e_y_i - p_i
 and z_i = g . u_i e_pred_i^T, the realised value lies around the estimate with variance
 Var(z) (1 / |L| - 1 / N) (the labelled rows are drawn from the N rows themselves; a row
-labelled twice counts twice, and the factor stops at zero). Every
+labelled twice counts twice, and the factor stops at zero), capped at 0.5, the largest
+deviation a value in [0, 1] can have (a nearly absent class makes the delta method blow up). Every
 objective's gradient has the form g_jk = a_j delta_jk + h_j + w_k
 (:func:`~adaptable.core.heldout_estimate.gradient_parts`) and u sums to zero, so
 z_i = a_k u_ik + h . u_i for k = pred_i: Var(z) needs only, per rule, the sum of u_k u over the
@@ -46,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 
 from adaptable.core.decision import score
-from adaptable.core.heldout_estimate import gradient_parts
+from adaptable.core.heldout_estimate import LARGEST_DEVIATION, gradient_parts
 
 
 class ResidualSums:
@@ -147,7 +148,7 @@ class ResidualSums:
         with np.errstate(divide="ignore", invalid="ignore"):
             spread = np.maximum(second - first**2 / n, 0.0) / (n - 1)
             variance = spread * np.maximum(1.0 / n - 1.0 / total[:, None], 0.0)
-            deviation = np.where(n >= 2, np.sqrt(variance), np.nan)
+            deviation = np.where(n >= 2, np.minimum(np.sqrt(variance), LARGEST_DEVIATION), np.nan)
         return values.reshape(n_batches, 2), deviation
 
     def _kept(self, n_batches: int) -> tuple[np.ndarray, ...]:
