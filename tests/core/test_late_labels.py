@@ -396,3 +396,52 @@ def test_row_ids_in_any_order_over_a_long_stream_find_their_batches() -> None:
     np.testing.assert_array_equal(
         log.frame()["realised_rows"], np.bincount(batch_of, minlength=150)
     )
+
+
+@pytest.mark.parametrize("trial", range(4))
+def test_random_streams_give_a_report_in_range_without_warnings(trial: int) -> None:
+    """2-4 string classes, any objective, batches of 1-80 rows, labels by id (repeated ids
+    too) given with and without the rows: no warning, every estimate in [0, 1], every
+    deviation in [0, 0.5], and pickling keeps the report."""
+    import pickle
+    import warnings
+
+    import pandas as pd
+
+    from adaptable.encoding import UnseenCategoryWarning
+
+    rng = np.random.default_rng(100 + trial)
+    n_classes = int(rng.integers(2, 5))
+    objective = ("macro_f1", "balanced_accuracy", "accuracy")[trial % 3]
+    x = rng.normal(size=(1300, 2))
+    y = np.array([f"c{k}" for k in rng.integers(0, n_classes, 1300)])
+    y[:n_classes] = [f"c{k}" for k in range(n_classes)]
+    frame = pd.DataFrame(x, columns=["a", "b"])
+    model = LogisticRegression(max_iter=500).fit(frame[:1000], y[:1000])
+    method = AdapTable(random_state=trial, objective=objective)
+    method.fit(model, frame[:1000], y[:1000], frame[1000:], y[1000:])
+    stream = pd.DataFrame(rng.normal(0.8, 1.0, size=(1200, 2)), columns=["a", "b"])
+    truth = np.array([f"c{k}" for k in rng.integers(0, n_classes, 1200)])
+    first = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", UnseenCategoryWarning)
+        for t, size in enumerate(rng.integers(1, 80, 30).tolist()):
+            if first + size > len(stream):
+                break
+            method.predict_proba(stream.iloc[first : first + size])
+            first += size
+            if t > 2:
+                ids = rng.integers(0, first, int(rng.integers(1, 10)))
+                rows = None if t % 2 else stream.iloc[ids]
+                method.partial_fit(rows, truth[ids], rows=ids)
+        report = method.report()
+    for column in report.columns:
+        if column.startswith(("label_corrected", "calibration_free", "estimated", "realised_")):
+            if column == "realised_rows":
+                continue
+            values = report[column].to_numpy(dtype=float)
+            top = 0.5 if column.endswith("_sd") else 1.0
+            assert np.all(np.isnan(values) | ((values >= 0) & (values <= top + 1e-9))), column
+    assert np.isfinite(report["label_corrected_adapter_so_far"].iloc[-1])
+    assert pickle.loads(pickle.dumps(method)).report().equals(report)
