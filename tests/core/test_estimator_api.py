@@ -172,3 +172,22 @@ def test_three_string_classes(tmp_path) -> None:
     method = AdapTable(**FAST).fit(model, X, names[ds.train.y])
     assert method.classes_.tolist() == ["high", "low", "mid"]
     assert set(method.predict(ds.test.X[ds.numerical].to_numpy())) <= set(names)
+
+
+@pytest.mark.parametrize(
+    "labels", [np.array([False, True]), np.array([0.0, 1.0]), np.array([0, 1])], ids=str
+)
+def test_labels_equal_to_the_column_indices_keep_their_type_through_save_and_load(
+    labels, tmp_path
+) -> None:
+    # False / True (and 0.0 / 1.0) compare equal to 0 / 1, but predict must give them back
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(600, 2))
+    y = labels[(x[:, 0] + rng.normal(size=600) > 0).astype(int)]
+    model = LogisticRegression().fit(x[:400], y[:400])
+    method = AdapTable(random_state=0).fit(model, x[:400], y[:400], x[400:], y[400:])
+    method.save(tmp_path / "typed.safetensors")
+    loaded = AdapTable.load(tmp_path / "typed.safetensors", model=model)
+    assert loaded.classes_.dtype.kind == method.classes_.dtype.kind == labels.dtype.kind
+    np.testing.assert_array_equal(loaded.predict(x[:64]), method.predict(x[:64]))
+    assert loaded.predict(x[:64]).dtype.kind == labels.dtype.kind

@@ -76,9 +76,11 @@ def write(method: Any, path: str | os.PathLike[str]) -> None:
     }
     if method.encoder_ is not None:
         meta["encoder"] = method.encoder_.to_dict()
-    # Labels other than the column indices 0..C-1 (e.g. 'no' / 'yes') are saved with the file.
-    if not np.array_equal(method.classes_, np.arange(method.n_classes_)):
-        meta["classes"] = method.classes_.tolist()
+    # Labels other than the integer column indices 0..C-1 (e.g. 'no' / 'yes', or False / True,
+    # which compare equal to 0 / 1 but must come back as booleans) are saved with the file.
+    classes = method.classes_
+    if classes.dtype.kind not in "iu" or not np.array_equal(classes, np.arange(method.n_classes_)):
+        meta["classes"] = classes.tolist()
     for part in (calibrator_state(method.calibrator_), method.decider_.state()):
         arrays.update(part.arrays)
         meta.update(part.metadata)
