@@ -235,7 +235,7 @@ def test_each_batch_reads_the_labels_of_its_own_past_only() -> None:
     )
 
 
-def test_a_row_labelled_twice_gives_no_warning_and_a_deviation_of_zero_or_more() -> None:
+def test_more_labels_than_rows_give_no_warning_and_no_deviation() -> None:
     import warnings
 
     sums = ResidualSums(n_classes=2)
@@ -247,6 +247,12 @@ def test_a_row_labelled_twice_gives_no_warning_and_a_deviation_of_zero_or_more()
         warnings.simplefilter("error")
         scores, sd = sums.estimates(expected, np.array([4.0]), "macro_f1")
     assert np.isfinite(scores).all()
+    assert np.isnan(sd).all()  # repeated labels: no honest deviation
+    # as many labels as rows, each once: the whole stream is known, no deviation left
+    exact = ResidualSums(n_classes=2)
+    exact.add(0, np.array([1, 1, 0, 0]), np.vstack([believed, [[0.5, 0.5]]]),
+              np.array([0, 1, 0, 1]), np.array([0, 1, 0, 1]))  # fmt: skip
+    _, sd = exact.estimates(expected, np.array([4.0]), "macro_f1")
     np.testing.assert_array_equal(sd, np.zeros((1, 2)))
 
 
@@ -287,8 +293,9 @@ def test_posteriors_kept_after_loading_an_older_file_are_saved_again() -> None:
     rng = np.random.default_rng(13)
     log, _ = _stream(rng, n_batches=4, share=0.1)
     older = {k: v for k, v in log.arrays().items() if not k.startswith(("believed", "residual"))}
-    first, second = DriftLog(n_classes=2, objective="macro_f1"), None
+    first = DriftLog(n_classes=2, objective="macro_f1")
     first.restore(older)
+    old_rows = np.arange(0, first.n_rows, 7)
     for _ in range(4):
         p1 = rng.random(50)
         believed = np.stack([1 - p1, p1], axis=1)
@@ -301,6 +308,11 @@ def test_posteriors_kept_after_loading_an_older_file_are_saved_again() -> None:
     arrays = first.arrays()
     assert arrays["believed_batches"].tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
     second.restore(arrays)
+    # the batches without them stay without: their rows' scores are not made up
+    with pytest.raises(ValueError, match="no longer kept"):
+        second.kept_logits(old_rows[:2])
+    for target in (first, second):
+        target.learn(old_rows, np.ones(len(old_rows), dtype=np.int64), np.zeros(len(old_rows)))
     assert second.frame().equals(first.frame())
     assert second.frame()[COLUMNS].iloc[-1].notna().all()
     more = np.arange(first.n_rows - 50, first.n_rows - 40)

@@ -202,6 +202,11 @@ def test_bad_labels_and_the_paper_preset_are_refused(shifts) -> None:
     with pytest.raises(ValueError, match="row ids must name rows already predicted"):
         method.partial_fit(x[:3], y[:3], rows=[0, 1, 2])
     method.predict(x)
+    # ids past the rows predicted: refused before anything is learnt, so a retry with the
+    # right ids does not count the labels twice
+    with pytest.raises(ValueError, match="row ids must name rows already predicted"):
+        method.partial_fit(x[:3], y[:3], rows=[BATCH - 1, BATCH, BATCH + 1])
+    assert method.decider_.feedback.n_labelled == 0
     with pytest.raises(ValueError, match="rows must be 3 integer row ids"):
         method.partial_fit(x[:3], y[:3], rows=[0, 1])
     with pytest.raises(ValueError, match="X has 4 rows but y has 3"):

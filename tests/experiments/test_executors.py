@@ -112,12 +112,20 @@ def _sleep(seconds: float, context: object) -> float:
     return seconds
 
 
-def test_an_abandoned_pool_is_shut_down_before_the_caller_goes_on() -> None:
+def test_an_abandoned_pool_is_shut_down_before_the_caller_goes_on(monkeypatch) -> None:
     """Ctrl-C or an abandoned sweep: the pool's manager thread is gone when control returns,
     so the interpreter's exit handler finds its pipes closed, not closing (a race that printed
     a traceback after the one-line message)."""
     import threading
     from concurrent.futures import process
+
+    from adaptable.experiments import executors
+
+    def terminate_only(pool) -> None:  # no join: only the shutdown can wait for the manager
+        for worker in list(pool._processes.values()):
+            worker.terminate()
+
+    monkeypatch.setattr(executors, "_stop_workers", terminate_only)
 
     calls = LocalExecutor(workers=2).map_unordered(_sleep, [0.0, 30.0, 30.0, 30.0], None)
     assert next(calls)[1] == 0.0

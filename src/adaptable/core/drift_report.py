@@ -290,7 +290,7 @@ class DriftLog:
                 a load from a file that did not hold them).
         """
         row_ids = np.asarray(row_ids, dtype=np.int64)
-        self._check_ids(row_ids)
+        self.check_ids(row_ids)
         out = np.empty((len(row_ids), self.n_classes))
         if not len(row_ids):
             return out
@@ -325,7 +325,9 @@ class DriftLog:
             for index, part in zip(indices.tolist(), parts, strict=True)
         ]
 
-    def _check_ids(self, row_ids: np.ndarray) -> None:
+    def check_ids(self, row_ids: np.ndarray) -> None:
+        """Raise ``ValueError`` unless every id names a row predicted so far."""
+        row_ids = np.asarray(row_ids, dtype=np.int64)
         if len(row_ids) and (row_ids.min() < 0 or row_ids.max() >= self.n_rows):
             raise ValueError(
                 f"row ids must name rows already predicted, 0 .. {self.n_rows - 1} since fit / "
@@ -340,7 +342,9 @@ class DriftLog:
         Args:
             row_ids: the rows' ids (positions in the stream since fit / reset), (n,).
             labels: their label codes, (n,).
-            source_predictions: the model's argmax for those rows, (n,).
+            source_predictions: the model's argmax for those rows, (n,) (the realised
+                columns score it; the label-corrected ones read the argmax of the logits kept
+                with the record where they are, as its expected term does).
 
         Raises:
             ValueError: an id that names no row predicted so far.
@@ -348,7 +352,7 @@ class DriftLog:
         row_ids = np.asarray(row_ids, dtype=np.int64)
         if len(row_ids) == 0:
             return
-        self._check_ids(row_ids)
+        self.check_ids(row_ids)
         labels = np.asarray(labels, dtype=np.int64)
         source_predictions = np.asarray(source_predictions, dtype=np.int64)
         for index, part, offsets in self._by_batch(row_ids):
@@ -397,7 +401,8 @@ class DriftLog:
         objective over every row so far from the believed posteriors corrected by their error
         on the labelled rows (:mod:`adaptable.core.label_corrected`), and the standard
         deviation of the realised value around each (``label_corrected_*_sd``; NaN below two
-        labelled rows).
+        labelled rows). Both deviations are capped at 0.5, beyond which two of them already
+        cover any miss.
         """
         names = [str(k) for k in (range(self.n_classes) if classes is None else classes)]
         self._settle()
@@ -597,7 +602,10 @@ class DriftLog:
                     or not np.isfinite(values).all()
                     or mask.shape != (len(kept_rows),)
                 ):
-                    raise ValueError(f"drift report: kept {name} must be finite, one row per code.")
+                    raise ValueError(
+                        f"drift report: kept {name} must be finite, one row per code, with a "
+                        "mask of one entry per kept batch."
+                    )
                 kept[name] = (values, mask)
         stores = {"logits": self._logits, "believed": self._believed}
         offset = 0

@@ -30,9 +30,9 @@ import numpy as np
 
 from adaptable.core.decision import OBJECTIVES, score
 
-#: the largest standard deviation a value in [0, 1] can have: a deviation by the delta method,
-#: which a nearly absent class can blow up (its gradient grows as one over its count), is
-#: capped there
+#: the cap of the report's deviations: two of them already cover any miss between two values
+#: in [0, 1], and the delta method, which a nearly absent class blows up (its gradient grows
+#: as one over its count), can give far more
 LARGEST_DEVIATION = 0.5
 
 
@@ -156,8 +156,7 @@ def cell_gradient(matrices: np.ndarray, objective: str) -> np.ndarray:
     """
     diagonal, by_row, by_column = gradient_parts(matrices, objective)
     eye = np.eye(diagonal.shape[-1])
-    with np.errstate(invalid="ignore"):  # NaN parts of a NaN matrix
-        return eye * diagonal[:, :, None] + by_row[:, :, None] + by_column[:, None, :]
+    return eye * diagonal[:, :, None] + by_row[:, :, None] + by_column[:, None, :]
 
 
 def gradient_parts(matrices: np.ndarray, objective: str) -> tuple[np.ndarray, ...]:
@@ -320,7 +319,8 @@ def stream_estimates(
         added: the stream's own noise in the estimate (delta method, :func:`bbse_covariances`),
         the held-out rows' (:data:`HELDOUT_RESAMPLES` bootstrap resamples of them, drawn from
         ``seed``) and the realised value's around its expectation
-        (:func:`realised_variance`). NaN where the stream has no rows yet or an input is NaN.
+        (:func:`realised_variance`), the deviation capped at :data:`LARGEST_DEVIATION`. NaN
+        where the stream has no rows yet or an input is NaN.
     """
     seen = np.cumsum(rows)
     per_row = 1.0 / np.maximum(seen, 1.0)[:, None]

@@ -22,8 +22,9 @@ the stream biases it (as it does the realised columns). The objective is read fr
 Its deviation (delta method): with g the objective's gradient in the cells, u_i = e_y_i - p_i
 and z_i = g . u_i e_pred_i^T, the realised value lies around the estimate with variance
 Var(z) (1 / |L| - 1 / N) (the labelled rows are drawn from the N rows themselves; a row
-labelled twice counts twice, and the factor stops at zero), capped at 0.5, the largest
-deviation a value in [0, 1] can have (a nearly absent class makes the delta method blow up). Every
+labelled twice counts twice: more labels than rows give no deviation). The deviation (the
+square root) is capped at 0.5, beyond which two deviations already cover any miss between two
+values in [0, 1] (a nearly absent class makes the delta method blow up). Every
 objective's gradient has the form g_jk = a_j delta_jk + h_j + w_k
 (:func:`~adaptable.core.heldout_estimate.gradient_parts`) and u sums to zero, so
 z_i = a_k u_ik + h . u_i for k = pred_i: Var(z) needs only, per rule, the sum of u_k u over the
@@ -131,7 +132,7 @@ class ResidualSums:
         a = np.full((len(flat), c), np.nan)
         h = np.full((len(flat), c), np.nan)
         if known.any():
-            # (a leading axis of one keeps score off its two-rule shortcut)
+            # (the same call shape as the report's other scores)
             values[known] = np.asarray(score(flat[known][None], objective), dtype=np.float64)[0]
             a[known], h[known], _ = gradient_parts(flat[known], objective)
         a, h = a.reshape(n_batches, 2, c), h.reshape(n_batches, 2, c)
@@ -148,7 +149,8 @@ class ResidualSums:
         with np.errstate(divide="ignore", invalid="ignore"):
             spread = np.maximum(second - first**2 / n, 0.0) / (n - 1)
             variance = spread * np.maximum(1.0 / n - 1.0 / total[:, None], 0.0)
-            deviation = np.where(n >= 2, np.minimum(np.sqrt(variance), LARGEST_DEVIATION), np.nan)
+            deviation = np.minimum(np.sqrt(variance), LARGEST_DEVIATION)
+        deviation = np.where((n < 2) | (n > total[:, None]), np.nan, deviation)
         return values.reshape(n_batches, 2), deviation
 
     def _kept(self, n_batches: int) -> tuple[np.ndarray, ...]:

@@ -89,8 +89,11 @@ class LabelledRows:
         ids (positions in the stream since fit / reset, for the report's realised columns).
 
         The rows enter the labelled-rows evidence only: the shift test and the unlabelled
-        estimate saw them when they were predicted. O(n).
+        estimate saw them when they were predicted. O(n). Ids that name no predicted row are
+        refused (``ValueError``) before anything is learnt.
         """
+        if rows is not None:
+            self.drift_log.check_ids(rows)
         self.feedback.add(floored_log(softmax(logits)), labels)
         if rows is not None:
             self.drift_log.learn(rows, labels, logits.argmax(axis=1))

@@ -113,12 +113,16 @@ class LocalExecutor:
         finally:
             # Interrupted (Ctrl-C) or abandoned by the caller: the running calls' results
             # would be thrown away, so the workers stop now instead of finishing them.
+            manager = getattr(pool, "_executor_manager_thread", None)
             if not finished_all:
                 _stop_workers(pool)
             # Waited for even when interrupted: the workers are gone, and the pool's manager
             # thread must close its pipes before the interpreter's exit handler writes to them
-            # (otherwise a traceback from that handler follows the one-line message).
+            # (otherwise a traceback from that handler follows the one-line message). Joined
+            # by hand too: a pool that stops its own workers may already have let it go.
             pool.shutdown(wait=True, cancel_futures=True)
+            if manager is not None:
+                manager.join()
 
     def close(self) -> None:
         """Nothing to release (pools live only for one ``map_unordered`` call)."""
