@@ -40,13 +40,13 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from adaptable.core.decision import confusion, score
+from adaptable.core.drift_log_state import SCALARS, BatchRecord, DriftLogState
 from adaptable.core.feedback.prior import dirichlet_interval
 from adaptable.core.heldout_estimate import class_offsets, stream_estimates
 from adaptable.core.label_corrected import ResidualSums
@@ -58,46 +58,7 @@ PREDICTION_ROWS = 1 << 16
 PENDING_ROWS = 1 << 12
 
 
-@dataclass
-class _Batch:
-    """One batch's record (see :meth:`DriftLog.record`)."""
-
-    first_row: int
-    rows: int
-    rule: str
-    shift_statistic: float
-    shift_threshold: float
-    prior_statistic: float
-    prior_critical: float
-    n_labelled: int
-    prior_total: float
-    target_prior: np.ndarray
-    labelled_counts: np.ndarray
-    expected: np.ndarray | None  # (2, C, C): argmax, adapter (None: pending, see DriftLog)
-    realised: np.ndarray | None = None  # (2, C, C); None until a label arrives
-    #: the adapter's class offsets on the model's posteriors
-    #: (:func:`~adaptable.core.heldout_estimate.class_offsets`), (C,), NaN where its rule is no
-    #: offset; and the sum of the outer products of the model's posteriors over the batch's
-    #: rows, (C, C), whose rows sum to the posteriors' sum. None where not known (a record given
-    #: its expected matrices)
-    offset: np.ndarray | None = None
-    model_moment: np.ndarray | None = None
-
-
-#: the per-batch numbers saved as one (batches, len) array, in this order
-_SCALARS = (
-    "first_row",
-    "rows",
-    "shift_statistic",
-    "shift_threshold",
-    "prior_statistic",
-    "prior_critical",
-    "n_labelled",
-    "prior_total",
-)
-
-
-class DriftLog:
+class DriftLog(DriftLogState):
     """Per-batch records of a stream, and late labels scored against the rows' predictions.
 
     Args:
@@ -128,7 +89,7 @@ class DriftLog:
 
     def reset(self) -> None:
         """Forget every record."""
-        self._batches: list[_Batch] = []
+        self._batches: list[BatchRecord] = []
         #: each batch's first row id, a buffer grown by doubling (the first len(self) hold)
         self._start_buffer = np.zeros(64, dtype=np.int64)
         #: predicted codes by batch index, the batches from ``_oldest`` on
@@ -206,7 +167,7 @@ class DriftLog:
         rows = int(rows)
         index = len(self._batches)
         self._batches.append(
-            _Batch(
+            BatchRecord(
                 self.n_rows,
                 rows,
                 rule,
@@ -407,10 +368,10 @@ class DriftLog:
         names = [str(k) for k in (range(self.n_classes) if classes is None else classes)]
         self._settle()
         if not self._batches:
-            return pd.DataFrame(columns=["batch", *_SCALARS, "rule"])
+            return pd.DataFrame(columns=["batch", *SCALARS, "rule"])
         b = self._batches
         data: dict[str, Any] = {"batch": np.arange(len(b))}
-        for key in _SCALARS:
+        for key in SCALARS:
             data[key] = np.array([getattr(x, key) for x in b], dtype=np.float64)
         data["rule"] = [x.rule for x in b]
         data["shift_rejects"] = data["shift_statistic"] > data["shift_threshold"]
@@ -472,171 +433,6 @@ class DriftLog:
             *self._heldout,
             self.objective,
         )
-
-    def _realised(self, record: _Batch) -> np.ndarray:
-        c = self.n_classes
-        return np.zeros((2, c, c)) if record.realised is None else record.realised
-
-    # ------------------------------------------------------------------ state
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The records and the kept predictions as arrays (rule names as UTF-8 bytes)."""
-        self._settle()
-        b, c = self._batches, self.n_classes
-        width = len(_SCALARS)
-        scalars = np.array([[float(getattr(x, k)) for k in _SCALARS] for x in b]).reshape(-1, width)
-        vectors = (
-            np.stack([np.stack([x.target_prior, x.labelled_counts]) for x in b])
-            if b
-            else np.zeros((0, 2, c))
-        )
-        matrices = (
-            np.stack([np.concatenate([x.expected, self._realised(x)]) for x in b])
-            if b
-            else np.zeros((0, 4, c, c))
-        )
-        # per batch: the rule's offsets, then the rows of the posteriors' moment
-        nan, nan_moment = np.full(c, np.nan), np.full((c, c), np.nan)
-        inputs = np.array(
-            [
-                np.vstack(
-                    [
-                        nan if x.offset is None else x.offset,
-                        nan_moment if x.model_moment is None else x.model_moment,
-                    ]
-                )
-                for x in b
-            ]
-        ).reshape(-1, 1 + c, c)
-        rules = "\n".join(x.rule for x in b).encode()
-        codes = list(self._predictions.values())
-        # the kept logits and believed posteriors, with a mask of the kept batches that have
-        # them (a record may come without; a file may have held none)
-        per_row = {}
-        for name, store in (("logits", self._logits), ("believed", self._believed)):
-            per_row |= _kept_rows(name, store, self._predictions, c)
-        # NaN marks a value not computed; the file holds 0 there and a mask (checked readers
-        # refuse NaN in a saved tensor)
-        return (
-            {
-                "scalars": np.nan_to_num(scalars),
-                "scalars_missing": np.isnan(scalars).astype(np.uint8),
-                "vectors": np.nan_to_num(vectors),
-                "vectors_missing": np.isnan(vectors).astype(np.uint8),
-                "inputs": np.nan_to_num(inputs),
-                "inputs_missing": np.isnan(inputs).astype(np.uint8),
-                "matrices": matrices,
-                "rules": np.frombuffer(rules, dtype=np.uint8).copy(),
-                "predictions": np.concatenate(codes).astype(np.int64) if codes else np.zeros(0),
-                "counters": np.array([self.n_rows, self.unscored, self._oldest], dtype=np.int64),
-            }
-            | per_row
-            | self._residuals.arrays(len(b))
-        )
-
-    def restore(self, arrays: dict[str, np.ndarray]) -> None:
-        """Inverse of :meth:`arrays` (empty arrays may be missing).
-
-        Raises:
-            ValueError: missing, malformed or inconsistent arrays.
-        """
-        c, width = self.n_classes, len(_SCALARS)
-        self.reset()
-        if "counters" not in arrays:
-            return  # a file written before the report existed: no records
-        counters = np.asarray(arrays["counters"], dtype=np.int64).reshape(-1)
-        scalars = np.array(arrays.get("scalars", np.zeros((0, width))), dtype=np.float64)
-        n = len(scalars)
-        vectors = np.array(arrays.get("vectors", np.zeros((0, 2, c))), dtype=np.float64)
-        matrices = np.asarray(arrays.get("matrices", np.zeros((0, 4, c, c))), dtype=np.float64)
-        # a file written before the calibration-free columns existed holds no inputs: NaN
-        inputs = np.array(arrays.get("inputs", np.full((n, 1 + c, c), np.nan)), dtype=np.float64)
-        for name, values in (("scalars", scalars), ("vectors", vectors), ("inputs", inputs)):
-            missing = np.asarray(arrays.get(f"{name}_missing", np.zeros(0)), dtype=bool)
-            if missing.size:
-                if missing.shape != values.shape:
-                    raise ValueError(f"drift report: {name}_missing does not match {name}.")
-                values[missing] = np.nan
-        rules_bytes = np.asarray(arrays.get("rules", np.zeros(0)), dtype=np.uint8).tobytes()
-        rules = rules_bytes.decode().split("\n") if n else []
-        if (
-            counters.shape != (3,)
-            or scalars.shape != (n, width)
-            or vectors.shape != (n, 2, c)
-            or matrices.shape != (n, 4, c, c)
-            or inputs.shape != (n, 1 + c, c)
-            or len(rules) != n
-        ):
-            raise ValueError("drift report: arrays of inconsistent shapes.")
-        for i in range(n):
-            s = scalars[i]
-            self._batches.append(
-                _Batch(
-                    int(s[0]),
-                    int(s[1]),
-                    rules[i],
-                    *(float(v) for v in s[2:6]),
-                    int(s[6]),
-                    float(s[7]),
-                    vectors[i, 0].copy(),
-                    vectors[i, 1].copy(),
-                    matrices[i, :2].copy(),
-                    matrices[i, 2:].copy(),
-                    inputs[i, 0].copy(),
-                    None if np.isnan(inputs[i, 1:]).all() else inputs[i, 1:].copy(),
-                )
-            )
-            self._append_start(int(s[0]))
-        codes = np.asarray(arrays.get("predictions", np.zeros(0)), dtype=np.int64)
-        oldest = int(counters[2])
-        kept_rows = [x.rows for x in self._batches[oldest:]]
-        if not 0 <= oldest <= n or sum(kept_rows) != len(codes):
-            raise ValueError("drift report: kept predictions do not match the batches' rows.")
-        kept: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for name in ("logits", "believed"):
-            if name in arrays:
-                values = np.asarray(arrays[name], dtype=np.float64)
-                # files written before the mask hold every kept batch's rows or none
-                mask = np.asarray(arrays.get(f"{name}_batches", np.ones(len(kept_rows))), bool)
-                if (
-                    values.shape != (len(codes), c)
-                    or not np.isfinite(values).all()
-                    or mask.shape != (len(kept_rows),)
-                ):
-                    raise ValueError(
-                        f"drift report: kept {name} must be finite, one row per code, with a "
-                        "mask of one entry per kept batch."
-                    )
-                kept[name] = (values, mask)
-        stores = {"logits": self._logits, "believed": self._believed}
-        offset = 0
-        for position, (index, rows) in enumerate(enumerate(kept_rows, start=oldest)):
-            self._predictions[index] = codes[offset : offset + rows].astype(np.int16)
-            for name, (values, mask) in kept.items():
-                if mask[position]:
-                    stores[name][index] = values[offset : offset + rows].copy()
-            offset += rows
-        self._residuals.restore(arrays, n)
-        self._oldest, self._kept = oldest, len(codes)
-        self.n_rows, self.unscored = int(counters[0]), int(counters[1])
-
-
-def _kept_rows(
-    name: str, store: dict[int, np.ndarray], predictions: dict[int, np.ndarray], n_classes: int
-) -> dict[str, np.ndarray]:
-    """The kept batches' rows of ``store`` as one array (zeros where a batch has none) and the
-    mask of the batches that have them, under ``name`` and ``name_batches``; none where no
-    kept batch has any."""
-    present = [store.get(index) is not None for index in predictions]
-    if not any(present):
-        return {}
-    rows = [
-        store[index] if here else np.zeros((len(codes), n_classes))
-        for (index, codes), here in zip(predictions.items(), present, strict=True)
-    ]
-    return {
-        name: np.concatenate(rows).astype(np.float64, copy=False),
-        f"{name}_batches": np.array(present, dtype=np.uint8),
-    }
 
 
 def _number(value: float | None) -> float:
