@@ -54,6 +54,8 @@ from __future__ import annotations
 
 import argparse
 import warnings
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -185,12 +187,30 @@ def one_stream(
     }
 
 
-def role_estimates(args: argparse.Namespace) -> None:
-    """On the cells of ``args.roles`` (pure label shifts; with ``--domain`` the domain splits
-    too), source model ``args.model``: the default adapts each stream without labels, and the
-    report's two estimates over the whole stream (the posteriors' ``estimated_*_so_far``, the
-    ``calibration_free_*_so_far``; NaN where the moment test rejected at the end) are set beside
-    the realised macro-F1, with the floor on the label shifts."""
+class Streamed(NamedTuple):
+    """One stream of a role adapted by the default: its cell, the fitted experiment, the
+    stream, its labels, the model's and the adapter's predictions, and its batch count."""
+
+    role: str
+    name: str
+    scenario: str
+    seed: int
+    fitted: Any
+    stream: Any
+    y: np.ndarray
+    source: np.ndarray
+    adapter: np.ndarray
+    batches: int
+
+    @property
+    def kind(self) -> str:
+        return "domain split" if self.scenario == "natural" else "label shift"
+
+
+def adapted_streams(args: argparse.Namespace, **options: Any) -> Iterator[Streamed]:
+    """Each cell of ``args.roles`` (pure label shifts; with ``--domain`` the domain splits too)
+    and seed of ``args.seeds``, source model ``args.model``, adapted by the default through
+    the runner's loop; ``options`` go to the spec (its feedback setting, say)."""
     from adaptable.datasets.benchmark_cases import by_role
     from adaptable.experiments.benchmark import role_cases
     from adaptable.experiments.runner import (
@@ -202,52 +222,64 @@ def role_estimates(args: argparse.Namespace) -> None:
     from adaptable.experiments.spec import ExperimentSpec
 
     context = RunContext(data_dir=args.data_dir, cache_dir=args.cache_dir, device="cpu")
-    print("| role | dataset | scenario | seed | rows | source: report / calibration-free / real "
-          "| adapter: report / calibration-free / real | floor: sd / within 2 |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
-    errors: dict[tuple[str, str], list[list[float]]] = {}
     for role in args.roles:
         for name, scenario in role_cases(by_role(role)):
             if scenario == "natural" and not args.domain:
                 continue
             for seed in args.seeds:
-                spec = ExperimentSpec(name, scenario, args.model, "adaptable", seed)
+                spec = ExperimentSpec(name, scenario, args.model, "adaptable", seed, **options)
                 fitted = fit_experiment(spec, context)
                 stream = shifted_stream(fitted, scenario, context)
-                labels = list(range(fitted.dataset.n_classes))
                 y, adapted = [], []
                 for batch in predict_stream(fitted, stream):
                     y.append(batch.y)
                     adapted.append(batch.proba.argmax(axis=1))
-                y_all = np.concatenate(y)
                 source = fitted.model.predict_proba(stream.X).argmax(axis=1)
-                real = [100 * f1_score(y_all, p, average="macro", labels=labels)
-                        for p in (source, np.concatenate(adapted))]  # fmt: skip
-                last = fitted.method.report().iloc[-1]
-                report = [100 * last[f"estimated_{w}_so_far"] for w in ("source", "adapter")]
-                free = [100 * last[f"calibration_free_{w}_so_far"] for w in ("source", "adapter")]
-                sd = [100 * last[f"calibration_free_{w}_sd"] for w in ("source", "adapter")]
-                floor = "-"
-                if scenario != "natural":
-                    data = fitted.dataset
-                    truth = np.bincount(y_all, minlength=data.n_classes) / len(y_all)
-                    floor_sd, chance = estimate_floor(
-                        fitted.model.predict_proba(data.valid.X), np.asarray(data.valid.y),
-                        len(y_all), truth, args.bins,
-                    )  # fmt: skip
-                    floor = f"{floor_sd:.1f} / {chance:.0%}"
-                kind = "domain split" if scenario == "natural" else "label shift"
-                errors.setdefault((role, kind), []).append(
-                    [r - t for r, t in zip(report, real, strict=True)]
-                    + [f - t for f, t in zip(free, real, strict=True)]
-                    + sd
-                )
-                print(
-                    f"| {role} | {name} | {scenario} | {seed} | {len(y_all)} | "
-                    f"{report[0]:.1f} / {free[0]:.1f} ± {sd[0]:.1f} / {real[0]:.1f} | "
-                    f"{report[1]:.1f} / {free[1]:.1f} ± {sd[1]:.1f} / {real[1]:.1f} | {floor} |",
-                    flush=True,
-                )
+                yield Streamed(
+                    role, name, scenario, seed, fitted, stream, np.concatenate(y), source,
+                    np.concatenate(adapted), len(adapted),
+                )  # fmt: skip
+
+
+def role_estimates(args: argparse.Namespace) -> None:
+    """On the cells of ``args.roles`` (pure label shifts; with ``--domain`` the domain splits
+    too), source model ``args.model``: the default adapts each stream without labels, and the
+    report's two estimates over the whole stream (the posteriors' ``estimated_*_so_far``, the
+    ``calibration_free_*_so_far``; NaN where the moment test rejected at the end) are set beside
+    the realised macro-F1, with the floor on the label shifts."""
+    print("| role | dataset | scenario | seed | rows | source: report / calibration-free / real "
+          "| adapter: report / calibration-free / real | floor: sd / within 2 |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    errors: dict[tuple[str, str], list[list[float]]] = {}
+    for run in adapted_streams(args):
+        fitted, y_all = run.fitted, run.y
+        labels = list(range(fitted.dataset.n_classes))
+        real = [100 * f1_score(y_all, p, average="macro", labels=labels)
+                for p in (run.source, run.adapter)]  # fmt: skip
+        last = fitted.method.report().iloc[-1]
+        report = [100 * last[f"estimated_{w}_so_far"] for w in ("source", "adapter")]
+        free = [100 * last[f"calibration_free_{w}_so_far"] for w in ("source", "adapter")]
+        sd = [100 * last[f"calibration_free_{w}_sd"] for w in ("source", "adapter")]
+        floor = "-"
+        if run.scenario != "natural":
+            data = fitted.dataset
+            truth = np.bincount(y_all, minlength=data.n_classes) / len(y_all)
+            floor_sd, chance = estimate_floor(
+                fitted.model.predict_proba(data.valid.X), np.asarray(data.valid.y),
+                len(y_all), truth, args.bins,
+            )  # fmt: skip
+            floor = f"{floor_sd:.1f} / {chance:.0%}"
+        errors.setdefault((run.role, run.kind), []).append(
+            [r - t for r, t in zip(report, real, strict=True)]
+            + [f - t for f, t in zip(free, real, strict=True)]
+            + sd
+        )
+        print(
+            f"| {run.role} | {run.name} | {run.scenario} | {run.seed} | {len(y_all)} | "
+            f"{report[0]:.1f} / {free[0]:.1f} ± {sd[0]:.1f} / {real[0]:.1f} | "
+            f"{report[1]:.1f} / {free[1]:.1f} ± {sd[1]:.1f} / {real[1]:.1f} | {floor} |",
+            flush=True,
+        )
     print("\n| role | kind | streams | calibration-free given | within 2 points, source: "
           "report / calibration-free | adapter | mean abs error, source: report / "
           "calibration-free | adapter | calibration-free within 2 sd, source / adapter |")  # fmt: skip
@@ -273,60 +305,30 @@ def labelled_estimates(args: argparse.Namespace) -> None:
     three estimates of the realised macro-F1 of every row: the posteriors' alone
     (``estimated_*_so_far``), the labelled rows' alone (``realised_*_so_far``), and both
     (``label_corrected_*_so_far``, with its deviation ``label_corrected_*_sd``)."""
-    from adaptable.datasets.benchmark_cases import by_role
-    from adaptable.experiments.benchmark import role_cases
-    from adaptable.experiments.runner import (
-        RunContext,
-        fit_experiment,
-        predict_stream,
-        shifted_stream,
-    )
-    from adaptable.experiments.spec import ExperimentSpec
-
-    context = RunContext(data_dir=args.data_dir, cache_dir=args.cache_dir, device="cpu")
     print("| role | dataset | scenario | seed | rows | labelled | who | posteriors | labelled "
           "rows | label-corrected ± sd | real |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     errors: dict[tuple[str, str], list[list[float]]] = {}
-    for role in args.roles:
-        for name, scenario in role_cases(by_role(role)):
-            if scenario == "natural" and not args.domain:
-                continue
-            for seed in args.seeds:
-                spec = ExperimentSpec(
-                    name, scenario, args.model, "adaptable", seed,
-                    feedback_share=args.feedback, feedback_delay=args.delay,
-                )  # fmt: skip
-                fitted = fit_experiment(spec, context)
-                stream = shifted_stream(fitted, scenario, context)
-                labels = list(range(fitted.dataset.n_classes))
-                y, adapted, batches = [], [], 0
-                for batch in predict_stream(fitted, stream):
-                    y.append(batch.y)
-                    adapted.append(batch.proba.argmax(axis=1))
-                    batches += 1
-                y_all = np.concatenate(y)
-                source = fitted.model.predict_proba(stream.X).argmax(axis=1)
-                report = fitted.method.report()
-                last, labelled = report.iloc[-1], report["realised_rows"].sum()
-                kind = "domain split" if scenario == "natural" else "label shift"
-                n_classes = len(labels)
-                for who, predicted in (("source", source), ("adapter", np.concatenate(adapted))):
-                    # the report's convention: a class absent from truth and predictions is
-                    # left out of the mean
-                    real = 100 * float(score(confusion(y_all, predicted, n_classes), "macro_f1"))
-                    values = [100 * last[f"{column}_{who}_so_far"]
-                              for column in ("estimated", "realised", "label_corrected")]  # fmt: skip
-                    sd = 100 * last[f"label_corrected_{who}_sd"]
-                    errors.setdefault((role, kind), []).append(
-                        [v - real for v in values] + [sd, batches]
-                    )
-                    print(
-                        f"| {role} | {name} | {scenario} | {seed} | {len(y_all)} | "
-                        f"{labelled:.0f} | {who} | {values[0]:.1f} | {values[1]:.1f} "
-                        f"| {values[2]:.1f} ± {sd:.1f} | {real:.1f} |",
-                        flush=True,
-                    )
+    feedback = {"feedback_share": args.feedback, "feedback_delay": args.delay}
+    for run in adapted_streams(args, **feedback):
+        report = run.fitted.method.report()
+        last, labelled = report.iloc[-1], report["realised_rows"].sum()
+        n_classes = int(run.fitted.dataset.n_classes)
+        for who, predicted in (("source", run.source), ("adapter", run.adapter)):
+            # the report's convention: a class absent from truth and predictions is left out
+            real = 100 * float(score(confusion(run.y, predicted, n_classes), "macro_f1"))
+            values = [100 * last[f"{column}_{who}_so_far"]
+                      for column in ("estimated", "realised", "label_corrected")]  # fmt: skip
+            sd = 100 * last[f"label_corrected_{who}_sd"]
+            errors.setdefault((run.role, run.kind), []).append(
+                [v - real for v in values] + [sd, run.batches]
+            )
+            print(
+                f"| {run.role} | {run.name} | {run.scenario} | {run.seed} | {len(run.y)} | "
+                f"{labelled:.0f} | {who} | {values[0]:.1f} | {values[1]:.1f} "
+                f"| {values[2]:.1f} ± {sd:.1f} | {real:.1f} |",
+                flush=True,
+            )
     print("\n| role | kind | streams x 2 (source, adapter) | with labels: count: within 2 "
           "points (posteriors / labelled rows / label-corrected) | mean abs error | "
           "label-corrected within 1 / 2 sd | 20+ batches: within 2 points | mean abs error | "
