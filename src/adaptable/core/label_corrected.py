@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adaptable.core.decision import score
+from adaptable.core.decision import expected_confusion, score
 from adaptable.core.heldout_estimate import LARGEST_DEVIATION, gradient_parts
 
 
@@ -84,17 +84,18 @@ class ResidualSums:
         """Labelled rows of batch ``batch``: their label codes (n,), the posteriors the adapter
         believed when it predicted them (n, C), and both rules' predictions (n,)."""
         c = self.n_classes
-        eye = np.eye(c)
-        residuals = eye[labels] - believed  # u, (n, C)
+        residuals = np.eye(c)[labels] - believed  # u, (n, C)
+        predicted = np.stack([source_predictions, adapter_predictions])  # (2, n)
         sums = self._sums.setdefault(batch, np.zeros((2, c, c)))
         cross = self._cross.setdefault(batch, np.zeros((2, c, c)))
         outer = self._outer.setdefault(batch, np.zeros((c, c)))
         outer += residuals.T @ residuals
-        for rule, predicted in enumerate((source_predictions, adapter_predictions)):
-            one_hot = eye[predicted]  # (n, C)
-            sums[rule] += residuals.T @ one_hot
-            own = residuals[np.arange(len(predicted)), predicted]  # u_k, k = the prediction
-            cross[rule] += one_hot.T @ (own[:, None] * residuals)
+        # column k: the residuals of the rows each rule predicts k, summed
+        sums += expected_confusion(residuals, predicted)
+        for rule in range(2):
+            own = np.take_along_axis(residuals, predicted[rule][:, None], axis=1)  # u_k
+            # row k: u_k u summed over the rows the rule predicts k
+            cross[rule] += expected_confusion(own * residuals, predicted[rule]).T
         self._rows[batch] = self._rows.get(batch, 0) + len(labels)
 
     def estimates(
