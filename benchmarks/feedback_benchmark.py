@@ -219,7 +219,7 @@ def estimate_table(chosen: list, models: list[str], seeds: list[int], stored: di
                 if not all(k in stored for k in keys.values()):
                     continue
                 spec = ExperimentSpec(dataset, scenario, model, "adaptable", seed)
-                report, _ = experiment_report(spec, RunContext())
+                report = experiment_report(spec, RunContext()).report
                 last = report.iloc[-1]
                 real = {n: 100 * stored[k]["metrics"]["macro_f1"] for n, k in keys.items()}
                 est = {"source": 100 * last["estimated_source_so_far"],

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -207,10 +207,13 @@ class Streamed(NamedTuple):
         return "domain split" if self.scenario == "natural" else "label shift"
 
 
-def adapted_streams(args: argparse.Namespace, **options: Any) -> Iterator[Streamed]:
+def adapted_streams(
+    args: argparse.Namespace, each_batch: Callable[..., None] | None = None, **options: Any
+) -> Iterator[Streamed]:
     """Each cell of ``args.roles`` (pure label shifts; with ``--domain`` the domain splits too)
     and seed of ``args.seeds``, source model ``args.model``, adapted by the default through
-    the runner's loop; ``options`` go to the spec (its feedback setting, say)."""
+    the runner's loop; ``options`` go to the spec (its feedback setting, say);
+    ``each_batch(fitted, batch)`` is called after each batch is predicted."""
     from adaptable.datasets.benchmark_cases import by_role
     from adaptable.experiments.benchmark import role_cases
     from adaptable.experiments.runner import (
@@ -226,6 +229,8 @@ def adapted_streams(args: argparse.Namespace, **options: Any) -> Iterator[Stream
         for name, scenario in role_cases(by_role(role)):
             if scenario == "natural" and not args.domain:
                 continue
+            if getattr(args, "only", None) and name not in args.only:
+                continue
             for seed in args.seeds:
                 spec = ExperimentSpec(name, scenario, args.model, "adaptable", seed, **options)
                 fitted = fit_experiment(spec, context)
@@ -234,6 +239,8 @@ def adapted_streams(args: argparse.Namespace, **options: Any) -> Iterator[Stream
                 for batch in predict_stream(fitted, stream):
                     y.append(batch.y)
                     adapted.append(batch.proba.argmax(axis=1))
+                    if each_batch is not None:
+                        each_batch(fitted, batch)
                 source = fitted.model.predict_proba(stream.X).argmax(axis=1)
                 yield Streamed(
                     role, name, scenario, seed, fitted, stream, np.concatenate(y), source,

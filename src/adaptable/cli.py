@@ -311,7 +311,8 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
         "--drift-figure",
         default=None,
         metavar="PNG",
-        help="draw AdapTable's drift report of the one experiment run (reruns it in-process)",
+        help="draw AdapTable's drift report of the one experiment run (reruns it in-process) "
+        "and print its drift summary",
     )
     _add_common(run)
     run.set_defaults(subparser=run)
@@ -630,7 +631,8 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
         if len(specs) != 1:
             print(f"--drift-figure draws one experiment; this run has {len(specs)}")
             return 1
-        print(f"drift report figure: {draw_experiment(specs[0], args.drift_figure, context)}")
+        path, drift = draw_experiment(specs[0], args.drift_figure, context)
+        print(f"drift report figure: {path}\n{drift}")
     return 0 if result.records and not result.failures else 1
 
 

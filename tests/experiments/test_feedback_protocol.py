@@ -137,5 +137,6 @@ def test_adaptable_with_feedback_scores_every_row_and_reports_realised_performan
     list(predict_stream(fitted, shifted_stream(fitted, spec.scenario, CONTEXT)))
     report = fitted.method.report()
     assert len(report) == 5 and report["realised_rows"].iloc[:-1].min() > 0
-    path = draw_experiment(spec, tmp_path / "drift.png", CONTEXT)
+    path, drift = draw_experiment(spec, tmp_path / "drift.png", CONTEXT)
     assert path.exists() and path.stat().st_size > 10_000
+    assert drift.batches == 5 and drift.labelled_rows > 0

@@ -16,6 +16,7 @@ the decider. One module per job:
   its answer could change;
 - ``feedback/``: labelled target rows that arrive late (``AdapTable.partial_fit``);
   ``drift_report.py``: the per-batch record behind ``AdapTable.report``;
+  ``drift_summary.py``: ``AdapTable.drift_summary``'s verdict against the held-out reference;
 - ``shift_trend.py``: source statistics and the shift trend (Eq. 1);
 - ``graph_network.py``: the network g_phi; ``post_training.py``: its post-training;
   ``kernel.py``: its complete-graph forward pass in numpy; ``graph_calibrator.py``: g_phi as a

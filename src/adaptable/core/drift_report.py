@@ -40,7 +40,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -48,7 +48,7 @@ import pandas as pd
 from adaptable.core.decision import confusion, score
 from adaptable.core.drift_log_state import SCALARS, BatchRecord, DriftLogState
 from adaptable.core.feedback.prior import dirichlet_interval
-from adaptable.core.heldout_estimate import class_offsets, stream_estimates
+from adaptable.core.heldout_estimate import class_offsets, realised_variance, stream_estimates
 from adaptable.core.label_corrected import ResidualSums
 
 #: predicted class codes kept for matching late labels to their rows
@@ -56,6 +56,20 @@ PREDICTION_ROWS = 1 << 16
 #: rows whose expected confusion matrices are computed together: a record keeps its batch's
 #: posteriors until then (one vectorised pass instead of a few small products per batch)
 PENDING_ROWS = 1 << 12
+
+
+class Window(NamedTuple):
+    """The estimates over the batches from one on (:meth:`DriftLog.window`): each a pair
+    (unadapted model, adapter), NaN where not to be had."""
+
+    rows: int
+    labelled_rows: int  # rows whose labels arrived by row id
+    posteriors: np.ndarray  # the objective expected under the believed posteriors
+    corrected: np.ndarray  # label-corrected, and the realised value's deviation around it
+    corrected_sd: np.ndarray
+    free: np.ndarray  # calibration-free (NaN where the moment test rejects at the end)
+    free_sd: np.ndarray
+    last: BatchRecord  # the last batch's record
 
 
 class DriftLog(DriftLogState):
@@ -86,6 +100,17 @@ class DriftLog(DriftLogState):
         """The held-out source rows (the model's log-posteriors (m, C), label codes (m,); kept,
         not copied) from which the report's calibration-free columns are estimated."""
         self._heldout = (log_posteriors, np.asarray(labels, dtype=np.int64))
+
+    def heldout_reference(self) -> tuple[float, float]:
+        """The unadapted model's (argmax) objective on the held-out source rows and its
+        standard deviation (the delta method over their confusion counts,
+        :func:`~adaptable.core.heldout_estimate.realised_variance`); NaN without them."""
+        if self._heldout is None or not len(self._heldout[1]):
+            return np.nan, np.nan
+        log_posteriors, labels = self._heldout
+        counts = confusion(labels, log_posteriors.argmax(axis=1), self.n_classes)
+        value = float(score(counts, self.objective))
+        return value, float(np.sqrt(realised_variance(counts[None], self.objective)[0]))
 
     def reset(self) -> None:
         """Forget every record."""
@@ -363,7 +388,9 @@ class DriftLog(DriftLogState):
         on the labelled rows (:mod:`adaptable.core.label_corrected`), and the standard
         deviation of the realised value around each (``label_corrected_*_sd``; NaN below two
         labelled rows). Both deviations are capped at 0.5, beyond which two of them already
-        cover any miss.
+        cover any miss. ``heldout_source`` and ``heldout_source_sd``, the same on every row:
+        the unadapted model's objective on the held-out source rows (:meth:`heldout_reference`),
+        the level the stream's columns compare with.
         """
         names = [str(k) for k in (range(self.n_classes) if classes is None else classes)]
         self._settle()
@@ -412,13 +439,43 @@ class DriftLog(DriftLogState):
         for r, who in enumerate(("source", "adapter")):
             data[f"label_corrected_{who}_so_far"] = corrected[:, r]
             data[f"label_corrected_{who}_sd"] = corrected_sd[:, r]
+        reference, reference_sd = self.heldout_reference()
+        data["heldout_source"] = np.full(len(b), reference)
+        data["heldout_source_sd"] = np.full(len(b), reference_sd)
         return pd.DataFrame(data)
 
-    def _calibration_free(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def window(self, first: int = 0, calibration_free: bool = True) -> Window:
+        """The estimates over the rows of the batches from ``first`` on (0-based; at least one
+        batch recorded and ``first`` below their number), each estimate as the frame's
+        ``..._so_far`` columns would read for a stream that began at batch ``first``; without
+        ``calibration_free`` that estimate (the costly one: a bootstrap of the held-out rows)
+        is left NaN."""
+        self._settle()
+        b = self._batches[first:]
+        if not b:
+            raise ValueError(f"drift report: no batch from batch {first} on.")
+        expected = np.stack([x.expected for x in b])
+        rows = np.array([x.rows for x in b], dtype=np.float64)
+        posteriors = _scores(expected.sum(axis=0)[None], self.objective)[0]
+        corrected, corrected_sd = self._residuals.estimates(expected, rows, self.objective, first)
+        free, free_sd = np.full(2, np.nan), np.full(2, np.nan)
+        last = b[-1]
+        accepts = not last.shift_statistic > last.shift_threshold
+        if calibration_free and accepts and self._heldout is not None and len(self._heldout[1]):
+            _, scores, sd = self._calibration_free(first)
+            free, free_sd = scores[-1], sd[-1]
+        labelled = int(sum(self._realised(x)[0].sum() for x in b))
+        return Window(
+            int(rows.sum()), labelled, posteriors, corrected[-1], corrected_sd[-1],
+            free, free_sd, last,
+        )  # fmt: skip
+
+    def _calibration_free(self, first: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:func:`~adaptable.core.heldout_estimate.stream_estimates` of the batches so far: the
         label distribution (B, C), the two objectives (B, 2) and their deviations (B, 2); NaN
-        without held-out rows or the batches' model posteriors."""
-        b, c = self._batches, self.n_classes
+        without held-out rows or the batches' model posteriors. With ``first``, of the
+        batches from ``first`` on, as if the stream began there."""
+        b, c = self._batches[first:], self.n_classes
         if self._heldout is None or not len(self._heldout[1]) or not b:
             return (
                 np.full((len(b), c), np.nan),

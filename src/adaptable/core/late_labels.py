@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 import pandas as pd
 
+from adaptable.core.drift_report import DriftLog
+from adaptable.core.drift_summary import DriftSummary, summarise
 from adaptable.core.model_adapter import checked_logits
 
 if TYPE_CHECKING:
@@ -21,7 +23,8 @@ if TYPE_CHECKING:
 
 
 class LateLabels:
-    """``partial_fit``, ``partial_fit_logits`` and ``report``, mixed into AdapTable."""
+    """``partial_fit``, ``partial_fit_logits``, ``report`` and ``drift_summary``, mixed into
+    AdapTable."""
 
     def partial_fit(self, X: Any, y: Any, *, rows: Any = None) -> Self:
         """Labels of target rows that were predicted earlier (default preset).
@@ -133,8 +136,56 @@ class LateLabels:
         Raises:
             ValueError: the paper preset (it keeps no report).
         """
+        return self._drift_log("report()").frame(self.classes_)
+
+    def drift_summary(
+        self,
+        *,
+        last_batches: int | None = None,
+        tolerance: float = 0.05,
+        deviations: float = 2.0,
+        reference: float | None = None,
+    ) -> DriftSummary:
+        """Whether the adapter still does as well on the stream as the model did on its
+        held-out source rows (default preset): the drift tests at the last batch, the
+        estimated label distribution, the objective over the stream's rows (label-corrected
+        where labels came back by row id, else the best unlabelled estimate) beside that
+        reference, and a verdict (:mod:`adaptable.core.drift_summary`): ``"degraded"``,
+        ``"holding"``, ``"undetermined"`` or ``"unverified"``. ``print`` it to read it.
+
+        Args:
+            last_batches: summarise only the latest batches (None: every batch since fit /
+                reset / load); a drift that began late shows sooner in a short window.
+            tolerance: the fall of the objective accepted (a fraction: 0.05 is 5 points).
+            deviations: the standard deviations a verdict needs on each side.
+            reference: the level to compare with (a fraction, taken as exact); None: the
+                model's objective on the held-out source rows, with its deviation.
+
+        Returns:
+            a :class:`~adaptable.core.drift_summary.DriftSummary`.
+
+        Raises:
+            ValueError: the paper preset, no batch adapted yet, ``last_batches`` below 1, or
+                a negative ``tolerance`` or ``deviations``, or a ``reference`` outside [0, 1].
+
+        Example:
+            >>> method.predict(X_batch)                          # doctest: +SKIP
+            >>> method.partial_fit(None, y_late, rows=late_ids)  # doctest: +SKIP
+            >>> print(method.drift_summary(last_batches=50))     # doctest: +SKIP
+        """
+        log = self._drift_log("drift_summary()")
+        return summarise(
+            log,
+            last_batches=last_batches,
+            tolerance=tolerance,
+            deviations=deviations,
+            reference=reference,
+            source_prior=self.source_prior_,
+        )
+
+    def _drift_log(self, caller: str) -> DriftLog:
         self._check_fitted()
         log = getattr(self.decider_, "drift_log", None)
         if log is None:
-            raise ValueError(f"adaptable: report() needs preset='default'; got {self.preset!r}.")
-        return log.frame(self.classes_)
+            raise ValueError(f"adaptable: {caller} needs preset='default'; got {self.preset!r}.")
+        return log

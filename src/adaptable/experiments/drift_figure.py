@@ -7,7 +7,8 @@ over the stream's batches:
    far, estimated from the posteriors (dashed), by the calibration-free estimate where the
    moment test accepts pure label shift (dash-dot, with a band of two standard deviations),
    realised on the labels that have arrived (solid), and from the posteriors corrected by
-   those labels (dotted, with its band);
+   those labels (dotted, with its band); a thin dotted line at the unadapted model's objective
+   on the held-out source rows, the reference of :meth:`adaptable.AdapTable.drift_summary`;
 2. the estimated target label distribution with its 90 % interval, the calibration-free
    estimate (dash-dot), the share of each class among the labelled rows (dots) and, where
    given, the true share of the stream so far;
@@ -16,8 +17,9 @@ over the stream's batches:
 4. the rule the adapter used on each batch (a change of rule is a step).
 
 :func:`experiment_report` runs one experiment of the runner (its feedback protocol included)
-in this process and returns the method's report with the stream's true label shares;
-:func:`draw_experiment` does both and saves the figure (``adaptable run --drift-figure``).
+in this process and returns the method's report with the stream's true label shares and its
+drift summary; :func:`draw_experiment` does both and saves the figure (``adaptable run
+--drift-figure``, which prints the summary).
 
 >>> import pandas as pd
 >>> report = pd.DataFrame({"batch": [0, 1], "rule": ["source", "balanced"],
@@ -35,7 +37,7 @@ in this process and returns the method's report with the stream's true label sha
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -104,6 +106,12 @@ def plot_drift_report(
                 performance.fill_between(batch, low, high, color=colour, alpha=0.12, linewidth=0)
         if np.isfinite(realised).any():
             performance.plot(batch, 100 * realised, "-", color=colour, label=f"{name}, realised")
+    reference = report.get("heldout_source")
+    if reference is not None and np.isfinite(reference.to_numpy(dtype=float)).any():
+        performance.axhline(
+            100 * float(reference.iloc[-1]), color="k", linewidth=0.8, linestyle=(0, (1, 3)),
+            label="unadapted model, held-out source rows",
+        )  # fmt: skip
     performance.set_ylabel(f"{objective} so far (%)")
     performance.legend(fontsize="small", loc="best")
     classes = report_classes(report)
@@ -166,10 +174,20 @@ def with_feedback(specs: list[Any], share: float, delay: float) -> list[Any]:
     ]
 
 
-def experiment_report(spec: Any, context: Any = None) -> tuple[pd.DataFrame, np.ndarray]:
+class DriftRun(NamedTuple):
+    """One experiment's drift report (:func:`experiment_report`): the report, the stream's true
+    class shares so far after each batch (batches, C), and the method's
+    :meth:`~adaptable.AdapTable.drift_summary` over the whole stream."""
+
+    report: pd.DataFrame
+    true_shares: np.ndarray
+    summary: Any
+
+
+def experiment_report(spec: Any, context: Any = None) -> DriftRun:
     """Run ``spec`` (an :class:`~adaptable.experiments.spec.ExperimentSpec` whose method has a
     report, i.e. ``adaptable`` with the default preset) in this process, with its feedback
-    setting, and return the method's report and the true class shares so far per batch.
+    setting, and return its :class:`DriftRun`.
 
     Raises:
         ValueError: the method keeps no report.
@@ -190,12 +208,14 @@ def experiment_report(spec: Any, context: Any = None) -> tuple[pd.DataFrame, np.
     for batch in predict_stream(fitted, shifted_stream(fitted, spec.scenario, context)):
         counts += np.bincount(batch.y, minlength=len(counts))
         shares.append(counts / counts.sum())
-    return fitted.method.report(), np.array(shares)
+    method = fitted.method
+    return DriftRun(method.report(), np.array(shares), method.drift_summary())
 
 
-def draw_experiment(spec: Any, path: str | Path, context: Any = None) -> Path:
-    """:func:`experiment_report` drawn by :func:`plot_drift_report` and saved to ``path``."""
-    report, shares = experiment_report(spec, context)
+def draw_experiment(spec: Any, path: str | Path, context: Any = None) -> tuple[Path, Any]:
+    """:func:`experiment_report` drawn by :func:`plot_drift_report` and saved to ``path``;
+    returns the path and the run's drift summary."""
+    run = experiment_report(spec, context)
     feedback = spec.feedback
     labels = (
         "no labels"
@@ -203,7 +223,7 @@ def draw_experiment(spec: Any, path: str | Path, context: Any = None) -> Path:
         else f"{100 * feedback['share']:g} % of labels, {feedback['delay']} batches late"
     )
     title = f"{spec.dataset} / {spec.scenario} / {spec.model}, seed {spec.seed}: {labels}"
-    fig = plot_drift_report(report, title=title, true_shares=shares)
+    fig = plot_drift_report(run.report, title=title, true_shares=run.true_shares)
     path = Path(path)
     save_figure(fig, path)
-    return path
+    return path, run.summary

@@ -1,0 +1,264 @@
+"""A verdict from the drift report: is the adapted model still doing as well as it did on its
+held-out source rows, and how sure is that?
+
+:class:`DriftSummary` reads the batches of a :class:`~adaptable.core.drift_report.DriftLog`
+(all of them, or the last few) and sets the adapter's objective over their rows beside a
+reference: the unadapted model's objective on the held-out source rows the adapter was fitted
+with (what the model was validated at). The objective over the stream comes from the best
+estimate the log can give:
+
+1. ``"label-corrected"``, where labels have arrived by row id for at least two of the rows
+   (:mod:`adaptable.core.label_corrected`): unbiased when the labelled rows are a random
+   sample of the rows, whatever the model's calibration;
+2. ``"calibration-free"``, without labels while the moment test accepts pure label shift
+   (:mod:`adaptable.core.heldout_estimate`): right where only the label mix moved, and
+   wrong by any amount where p(y|x) moved in a way the features cannot show;
+3. ``"posteriors"`` otherwise: the objective expected under the posteriors the adapter
+   believes, which a covariate shift can bias by any amount, so it carries no deviation.
+
+With d = reference - estimate and s its standard deviation (the estimate's and the
+reference's, as independent), the verdict is
+
+- ``"degraded"`` where d - k s > tolerance: the objective fell by more than the tolerance
+  (k = ``deviations``; at k = 2 a one-sided error rate of about 2 % for one look);
+- ``"holding"`` where d + k s <= tolerance;
+- ``"undetermined"`` where the interval d -+ k s contains the tolerance: more labels would
+  settle it;
+- ``"unverified"`` where only the posteriors' estimate exists: label some rows (by row id)
+  to measure.
+
+The reference's deviation is the delta method's over the held-out rows' confusion counts
+(:meth:`~adaptable.core.drift_report.DriftLog.heldout_reference`). A summary read after every batch
+looks many times, so over a long stream a ``"degraded"`` verdict will sometimes appear by
+chance where nothing moved; the benchmark in ``docs/results/feedback.md`` measures how often.
+
+Example:
+    >>> import numpy as np
+    >>> from adaptable.core.drift_report import DriftLog
+    >>> log = DriftLog(n_classes=2, objective="accuracy")
+    >>> log.use_heldout(np.log(np.full((100, 2), 0.5)), np.r_[np.zeros(50), np.ones(50)])
+    >>> eye = np.eye(2) * 32.0
+    >>> log.record(rows=64, predictions=np.zeros(64, int), expected=np.stack([eye, eye]),
+    ...            rule="source", target_prior=np.array([0.5, 0.5]))
+    >>> summary = summarise(log, tolerance=0.05)
+    >>> summary.estimate_kind, summary.verdict
+    ('posteriors', 'unverified')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from adaptable.core.drift_report import DriftLog
+
+#: the verdicts, from the one that asks for action to the one that asks for labels
+VERDICTS = ("degraded", "undetermined", "holding", "unverified")
+#: the objectives as the summary names them
+METRIC_NAMES = {
+    "macro_f1": "macro-F1",
+    "accuracy": "accuracy",
+    "balanced_accuracy": "balanced accuracy",
+}
+
+
+@dataclass(frozen=True)
+class DriftSummary:
+    """What the adapter saw over some batches of a stream, and how it did (module docstring).
+
+    Every objective is a fraction in [0, 1]; NaN where it cannot be had.
+
+    Attributes:
+        objective: the metric (the adapter's ``objective``).
+        first_batch: the first batch summarised (0-based, as in the report).
+        batches: the batches summarised, through the last one adapted.
+        rows: their rows.
+        labelled_rows: those of their rows whose labels arrived by row id.
+        shift_detected: the moment test rejects pure label shift at the last batch (the
+            features moved in a way a change of label mix cannot explain).
+        label_shift_detected: the likelihood-ratio test rejects the source label
+            distribution at the last batch (not run, False, where the moment test rejects).
+        target_prior: the estimated target label distribution at the last batch, (C,).
+        source_prior: the source label distribution, (C,).
+        reference: the unadapted model's objective on the held-out source rows (or the
+            level the caller gave).
+        reference_sd: its standard deviation (0 for a level given).
+        estimate: the adapter's objective over the summarised rows.
+        estimate_sd: the deviation of the realised value around it (NaN for the
+            posteriors' estimate, whose bias is unknown).
+        source_estimate: the unadapted model's objective there, by the same estimate.
+        estimate_kind: ``"label-corrected"``, ``"calibration-free"`` or ``"posteriors"``.
+        drop: ``reference - estimate``.
+        drop_sd: the deviation of the drop (both deviations added as independent).
+        tolerance: the drop accepted before the verdict says ``"degraded"``.
+        deviations: how many deviations a verdict needs.
+        verdict: one of :data:`VERDICTS`.
+    """
+
+    objective: str
+    first_batch: int
+    batches: int
+    rows: int
+    labelled_rows: int
+    shift_detected: bool
+    label_shift_detected: bool
+    target_prior: np.ndarray
+    source_prior: np.ndarray
+    reference: float
+    reference_sd: float
+    estimate: float
+    estimate_sd: float
+    source_estimate: float
+    estimate_kind: str
+    drop: float
+    drop_sd: float
+    tolerance: float
+    deviations: float
+    verdict: str
+
+    def __str__(self) -> str:
+        last = self.first_batch + self.batches - 1
+        metric = METRIC_NAMES.get(self.objective, self.objective)
+        significant = ", a significant difference" if self.label_shift_detected else ""
+        lines = [
+            f"Batches {self.first_batch}-{last}: {self.rows:,} rows, "
+            f"{self.labelled_rows:,} labelled by row id.",
+            f"  features: {'shift detected' if self.shift_detected else 'no shift detected'}; "
+            f"label distribution {_shares(self.target_prior)} (source "
+            f"{_shares(self.source_prior)}{significant}).",
+            f"  {metric} on held-out source rows (the model): {_points(self.reference)}"
+            f"{_pm(self.reference_sd)}."
+            if self.reference_sd > 0 or not np.isfinite(self.reference_sd)
+            else f"  {metric} required (the reference given): {_points(self.reference)}.",
+            f"  {metric} here ({self.estimate_kind}): adapter {_points(self.estimate)}"
+            f"{_pm(self.estimate_sd)}, unadapted model {_points(self.source_estimate)}.",
+            f"  verdict: {self.verdict}: {self._explanation()}",
+        ]
+        if self.estimate_kind == "calibration-free":
+            lines.append(
+                "  (the calibration-free estimate assumes that only the label mix moved, which "
+                "the moment test could not reject; labelled rows would check it.)"
+            )
+        return "\n".join(lines)
+
+    def _explanation(self) -> str:
+        side = "below" if self.drop > 0 else "above"
+        gap = f"{_points(abs(self.drop))}{_pm(self.drop_sd)} points {side} the reference"
+        tolerance = f"{_points(self.tolerance)}-point tolerance"
+        return {
+            "degraded": f"the adapter is {gap}, beyond the {tolerance}; retrain, or refit on "
+            "recent labelled rows.",
+            "holding": f"the adapter is {gap}: no fall beyond the {tolerance}.",
+            "undetermined": f"the adapter is {gap}; the {tolerance} lies inside that range: "
+            "more labelled rows will settle it.",
+            "unverified": "only the model's own posteriors estimate the performance here, and "
+            "a shift can bias them by any amount: pass the labels of some rows to "
+            "partial_fit with their row ids to measure it.",
+        }[self.verdict]
+
+
+def summarise(
+    log: DriftLog,
+    *,
+    last_batches: int | None = None,
+    tolerance: float = 0.05,
+    deviations: float = 2.0,
+    reference: float | None = None,
+    source_prior: np.ndarray | None = None,
+) -> DriftSummary:
+    """The :class:`DriftSummary` of ``log``'s batches (the last ``last_batches`` of them, all
+    by default).
+
+    Args:
+        log: the adapter's drift log.
+        last_batches: how many of the latest batches to summarise (None: all).
+        tolerance: the fall of the objective (a fraction: 0.05 is 5 points) accepted.
+        deviations: the deviations a verdict needs on each side.
+        reference: the objective to compare with, a fraction known without error (a level
+            signed off at validation, say); None: the unadapted model's objective on the
+            held-out source rows, with its deviation.
+        source_prior: the source label distribution (C,) to show beside the estimate.
+
+    Raises:
+        ValueError: no batch adapted yet, ``last_batches`` below 1, or a negative
+            ``tolerance`` or ``deviations``, or a ``reference`` outside [0, 1].
+    """
+    n_batches = len(log)
+    if n_batches == 0:
+        raise ValueError("adaptable: no batch adapted since fit / reset / load: nothing to sum up.")
+    if last_batches is not None and int(last_batches) < 1:
+        raise ValueError(f"adaptable: last_batches must be at least 1; got {last_batches}.")
+    if not tolerance >= 0 or not deviations >= 0:
+        raise ValueError(
+            f"adaptable: tolerance and deviations must be >= 0; got {tolerance}, {deviations}."
+        )
+    if reference is not None and not 0.0 <= reference <= 1.0:
+        raise ValueError(f"adaptable: reference must be a fraction in [0, 1]; got {reference}.")
+    first = 0 if last_batches is None else max(0, n_batches - int(last_batches))
+    window = log.window(first, calibration_free=False)
+    if reference is None:
+        reference, reference_sd = log.heldout_reference()
+    else:
+        reference, reference_sd = float(reference), 0.0
+    labelled = window.labelled_rows
+    corrected = labelled >= 2 and np.isfinite(window.corrected_sd[1])
+    if not corrected:
+        window = log.window(first)
+    if corrected:
+        kind, values, sd = "label-corrected", window.corrected, window.corrected_sd
+    elif np.isfinite(window.free[1]) and np.isfinite(window.free_sd[1]):
+        kind, values, sd = "calibration-free", window.free, window.free_sd
+    else:
+        kind, values, sd = "posteriors", window.posteriors, np.full(2, np.nan)
+    drop = reference - float(values[1])
+    drop_sd = math.hypot(float(sd[1]), reference_sd)
+    if not np.isfinite(drop_sd) or not np.isfinite(drop):
+        verdict = "unverified"
+    elif drop - deviations * drop_sd > tolerance:
+        verdict = "degraded"
+    elif drop + deviations * drop_sd <= tolerance:
+        verdict = "holding"
+    else:
+        verdict = "undetermined"
+    last = window.last
+    c = log.n_classes
+    return DriftSummary(
+        objective=log.objective,
+        first_batch=first,
+        batches=n_batches - first,
+        rows=window.rows,
+        labelled_rows=labelled,
+        shift_detected=bool(last.shift_statistic > last.shift_threshold),
+        label_shift_detected=bool(last.prior_statistic >= last.prior_critical),
+        target_prior=last.target_prior.copy(),
+        source_prior=np.full(c, np.nan) if source_prior is None else np.array(source_prior),
+        reference=reference,
+        reference_sd=reference_sd,
+        estimate=float(values[1]),
+        estimate_sd=float(sd[1]),
+        source_estimate=float(values[0]),
+        estimate_kind=kind,
+        drop=drop,
+        drop_sd=drop_sd,
+        tolerance=float(tolerance),
+        deviations=float(deviations),
+        verdict=verdict,
+    )
+
+
+def _points(value: float) -> str:
+    return "n/a" if not np.isfinite(value) else f"{100 * value:.1f}"
+
+
+def _pm(sd: float) -> str:
+    return "" if not np.isfinite(sd) else f" ± {100 * sd:.1f}"
+
+
+def _shares(prior: np.ndarray) -> str:
+    if not np.isfinite(prior).all():
+        return "unknown"
+    return "[" + ", ".join(f"{p:.2f}" for p in prior) + "]"
