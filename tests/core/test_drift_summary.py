@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from adaptable import AdapTable
 from adaptable.core.decision import confusion, score
 from adaptable.core.drift_report import DriftLog
-from adaptable.core.drift_summary import VERDICTS, summarise
+from adaptable.core.drift_summary import MIN_LABELLED, VERDICTS, summarise
 
 BATCH = 64
 
@@ -95,12 +95,45 @@ def test_the_verdict_follows_the_interval_against_the_tolerance() -> None:
     given = summarise(_log_with_labels(0.8, 100), reference=0.95)
     assert (given.reference, given.reference_sd) == (0.95, 0.0)
     assert given.drop == pytest.approx(0.15) and given.drop_sd == pytest.approx(given.estimate_sd)
-    assert "required" in str(given)
+    assert "required" in str(given) and given.reference_given
+    assert not summary.reference_given and "held-out source rows" in str(summary)
 
 
-def test_a_few_labels_leave_it_undetermined_and_none_unverified_under_a_shift() -> None:
-    few = summarise(_log_with_labels(0.6, 5), tolerance=0.05)
-    assert few.estimate_kind == "label-corrected" and few.verdict == "undetermined"
+@pytest.mark.parametrize("labelled_accuracy", [0.8, 0.9, 0.95])
+def test_the_printout_shows_the_interval_the_verdict_used(labelled_accuracy: float) -> None:
+    summary = summarise(_log_with_labels(labelled_accuracy, 100), tolerance=0.05)
+    low = 100 * (summary.drop - 2 * summary.drop_sd)
+    high = 100 * (summary.drop + 2 * summary.drop_sd)
+    text = str(summary)
+    assert f"{low:.1f} to {high:.1f} within 2 deviations" in text
+    assert ("negative: above it" in text) == (low < 0)
+    if summary.verdict == "undetermined":
+        assert low <= 5.0 < high
+
+
+def test_a_perfect_heldout_reference_is_not_called_given_and_no_reference_is_unverified():
+    log = DriftLog(n_classes=2, objective="accuracy")
+    log.use_heldout(np.log(np.array([[0.9, 0.1], [0.2, 0.8]])), np.array([0, 1]))
+    log.record(rows=4, predictions=np.zeros(4, int), expected=np.stack([np.eye(2)] * 2),
+               rule="source", target_prior=np.array([0.5, 0.5]))  # fmt: skip
+    perfect = summarise(log)
+    assert (perfect.reference, perfect.reference_sd, perfect.reference_given) == (1.0, 0.0, False)
+    assert "held-out source rows" in str(perfect)
+    bare = DriftLog(n_classes=2, objective="accuracy")
+    bare.record(rows=4, predictions=np.zeros(4, int), expected=np.stack([np.eye(2)] * 2),
+                rule="source", target_prior=np.array([0.5, 0.5]))  # fmt: skip
+    missing = summarise(bare)
+    assert missing.verdict == "unverified" and "pass reference=" in str(missing)
+    assert summarise(bare, reference=0.9).reference == 0.9
+
+
+def test_labels_count_from_min_labelled_and_none_leave_it_unverified_under_a_shift() -> None:
+    """Below MIN_LABELLED labelled rows the labels' own spread cannot give a deviation."""
+    few = summarise(_log_with_labels(0.6, MIN_LABELLED - 1), tolerance=0.05)
+    assert few.estimate_kind == "posteriors" and few.verdict == "unverified"
+    assert f"fewer than {MIN_LABELLED} labelled rows" in str(few)
+    enough = summarise(_log_with_labels(0.6, MIN_LABELLED), tolerance=0.05)
+    assert enough.estimate_kind == "label-corrected"
     none = summarise(_log_with_labels(0.6, 0), tolerance=0.05)
     assert none.estimate_kind == "posteriors" and none.shift_detected
     assert none.verdict == "unverified" and math.isnan(none.estimate_sd)
@@ -154,9 +187,14 @@ def test_refusals() -> None:
         {"tolerance": -0.1},
         {"deviations": float("nan")},
         {"reference": 72.0},
+        {"last_batches": 2.7},
+        {"last_batches": True},
+        {"deviations": float("inf")},
     ):
         with pytest.raises(ValueError):
             summarise(log, **bad)
+    with pytest.raises(ValueError, match=">= 0"):
+        log.window(-1)
 
 
 @pytest.fixture(scope="module")
@@ -189,6 +227,8 @@ def test_an_unshifted_stream_without_labels_holds_by_the_calibration_free_estima
     late = method.drift_summary(last_batches=5)
     assert late.estimate_kind == "calibration-free" and late.rows == 5 * BATCH
     assert late.estimate != summary.estimate and late.estimate_sd > 1.5 * summary.estimate_sd
+    # its deviation already holds the held-out rows' noise, which the reference shares
+    assert summary.drop_sd == summary.estimate_sd
     assert summary.verdict == "holding"
     assert abs(summary.drop) < 2 * summary.drop_sd
     assert summary.verdict in VERDICTS and "label mix" in str(summary)

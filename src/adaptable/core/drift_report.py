@@ -450,6 +450,8 @@ class DriftLog(DriftLogState):
         ``..._so_far`` columns would read for a stream that began at batch ``first``; without
         ``calibration_free`` that estimate (the costly one: a bootstrap of the held-out rows)
         is left NaN."""
+        if first < 0:
+            raise ValueError(f"drift report: the first batch must be >= 0; got {first}.")
         self._settle()
         b = self._batches[first:]
         if not b:

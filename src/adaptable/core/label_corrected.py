@@ -99,15 +99,15 @@ class ResidualSums:
         self._rows[batch] = self._rows.get(batch, 0) + len(labels)
 
     def estimates(
-        self, expected: np.ndarray, rows: np.ndarray, objective: str, first: int = 0
+        self, expected: np.ndarray, rows: np.ndarray, objective: str, start: int = 0
     ) -> tuple[np.ndarray, np.ndarray]:
         """The objective over the stream through each batch, (B, 2), and the deviation of the
         realised value around it, (B, 2), from the batches' expected confusion matrices under
         the believed posteriors (B, 2, C, C) and their rows (B,); NaN before the first
-        labelled row (and the deviation before the second). With ``first``, the B batches are
-        the stream's from batch ``first`` on, and so are the labelled rows counted."""
+        labelled row (and the deviation before the second). With ``start``, the B batches are
+        the stream's from batch ``start`` on, and so are the labelled rows counted."""
         n_batches, c = len(rows), self.n_classes
-        batches, labelled, sums, cross, outer = self._kept(first + n_batches, first)
+        batches, labelled, sums, cross, outer = self._kept(start + n_batches, start)
         # the running sums change only at labelled batches: each batch reads the last one's
         last = np.searchsorted(batches, np.arange(n_batches), side="right") - 1
         seen = last >= 0
@@ -155,16 +155,16 @@ class ResidualSums:
         deviation = np.where((n < 2) | (n > total[:, None]), np.nan, deviation)
         return values.reshape(n_batches, 2), deviation
 
-    def _kept(self, n_batches: int, first: int = 0) -> tuple[np.ndarray, ...]:
-        """The labelled batches from ``first`` to below ``n_batches`` in order: their indices
-        counted from ``first`` (k,), rows (k,), sums (k, 2, C, C), cross sums (k, 2, C, C) and
+    def _kept(self, n_batches: int, start: int = 0) -> tuple[np.ndarray, ...]:
+        """The labelled batches from ``start`` to below ``n_batches`` in order: their indices
+        counted from ``start`` (k,), rows (k,), sums (k, 2, C, C), cross sums (k, 2, C, C) and
         outer sums (k, C, C)."""
         c = self.n_classes
-        kept = (b for b in self._sums if first <= b < n_batches)
+        kept = (b for b in self._sums if start <= b < n_batches)
         batches = np.array(sorted(kept), dtype=np.int64)
         listed = batches.tolist()
         return (
-            batches - first,
+            batches - start,
             np.array([self._rows[b] for b in listed], dtype=np.int64),
             np.array([self._sums[b] for b in listed]).reshape(-1, 2, c, c),
             np.array([self._cross[b] for b in listed]).reshape(-1, 2, c, c),

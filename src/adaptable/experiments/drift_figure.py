@@ -177,7 +177,8 @@ def with_feedback(specs: list[Any], share: float, delay: float) -> list[Any]:
 class DriftRun(NamedTuple):
     """One experiment's drift report (:func:`experiment_report`): the report, the stream's true
     class shares so far after each batch (batches, C), and the method's
-    :meth:`~adaptable.AdapTable.drift_summary` over the whole stream."""
+    :meth:`~adaptable.AdapTable.drift_summary` over the whole stream (None for an empty
+    stream)."""
 
     report: pd.DataFrame
     true_shares: np.ndarray
@@ -209,7 +210,8 @@ def experiment_report(spec: Any, context: Any = None) -> DriftRun:
         counts += np.bincount(batch.y, minlength=len(counts))
         shares.append(counts / counts.sum())
     method = fitted.method
-    return DriftRun(method.report(), np.array(shares), method.drift_summary())
+    summary = method.drift_summary() if shares else None  # an empty stream has no summary
+    return DriftRun(method.report(), np.array(shares), summary)
 
 
 def draw_experiment(spec: Any, path: str | Path, context: Any = None) -> tuple[Path, Any]:
