@@ -131,7 +131,7 @@ def test_labels_count_from_min_labelled_and_none_leave_it_unverified_under_a_shi
     """Below MIN_LABELLED labelled rows the labels' own spread cannot give a deviation."""
     few = summarise(_log_with_labels(0.6, MIN_LABELLED - 1), tolerance=0.05)
     assert few.estimate_kind == "posteriors" and few.verdict == "unverified"
-    assert f"fewer than {MIN_LABELLED} labelled rows" in str(few)
+    assert f"only {MIN_LABELLED - 1} labelled rows here" in str(few)
     enough = summarise(_log_with_labels(0.6, MIN_LABELLED), tolerance=0.05)
     assert enough.estimate_kind == "label-corrected"
     none = summarise(_log_with_labels(0.6, 0), tolerance=0.05)

@@ -190,17 +190,18 @@ class DriftSummary:
         if not np.isfinite(self.reference):
             return "no held-out reference to compare with: pass reference=."
         few = (
-            f"fewer than {MIN_LABELLED} labelled rows here, too few to measure by"
+            f"only {self.labelled_rows} labelled rows here (the label-corrected estimate needs "
+            f"{MIN_LABELLED})"
             if self.labelled_rows
             else "no labelled rows here"
         )
         if self.estimate_kind == "posteriors" and self.shift_detected:
             return (
-                f"{few}, and only the model's own posteriors estimate the performance, which a "
+                f"{few}; only the model's own posteriors estimate the performance, which a "
                 "feature shift can bias by any amount: pass the labels of some rows to "
                 "partial_fit with their row ids to measure it."
             )
-        return f"{few}, and too few rows for the unlabelled estimate's deviation yet."
+        return f"{few}, and the unlabelled estimate has no deviation yet (too few rows)."
 
 
 def summarise(
