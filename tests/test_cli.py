@@ -754,3 +754,56 @@ def test_plain_defaults_plural_counts_and_aligned_names(
     assert cli.main(["datasets"]) == 0
     lines = capsys.readouterr().out.splitlines()[1:]
     assert [line.index("present" if "present" in line else "absent") for line in lines] == [30, 30]
+
+
+@pytest.fixture(scope="module")
+def saved_adapter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A default adapter saved after 30 batches of a synthetic stream, labels of 20 rows a
+    batch given by row id five batches late."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    from adaptable import AdapTable
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(6000, 3))
+    y = (x[:, 0] + 0.5 * rng.normal(size=6000) > 0).astype(int)
+    model = LogisticRegression().fit(x[:2000], y[:2000])
+    adapter = AdapTable(random_state=0).fit(model, x[:2000], y[:2000], x[2000:2500], y[2000:2500])
+    stream_x, stream_y = x[2500:], y[2500:]
+    for t in range(30):
+        adapter.predict(stream_x[t * 64 : (t + 1) * 64])
+        if t >= 5:
+            rows = np.arange((t - 5) * 64, (t - 5) * 64 + 20)
+            adapter.partial_fit(None, stream_y[rows], rows=rows)
+    path = tmp_path_factory.mktemp("drift") / "adapter.safetensors"
+    adapter.save(path)
+    return path
+
+
+def test_drift_prints_a_saved_adapters_summary_and_writes_its_report(
+    saved_adapter: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli.main(["drift", str(saved_adapter), "--last-batches", "10",
+                     "--report", str(tmp_path / "r.csv"), "--figure", str(tmp_path / "r.png")])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and out.startswith("Batches 20-29: 640 rows") and "verdict: " in out
+    import pandas as pd
+
+    assert len(pd.read_csv(tmp_path / "r.csv")) == 30
+    assert (tmp_path / "r.png").stat().st_size > 10_000
+    assert cli.main(["drift", str(saved_adapter), "--json", "--reference", "0.99"]) == 0
+    fields = json.loads(capsys.readouterr().out)
+    assert fields["reference"] == 0.99 and fields["reference_sd"] == 0.0
+    assert fields["labelled_rows"] == 25 * 20 and fields["estimate_kind"] == "label-corrected"
+    assert fields["verdict"] == "degraded"  # a logistic regression is far from 99 % macro-F1
+
+
+def test_drift_refuses_a_missing_file_and_bad_options_in_one_line(
+    saved_adapter: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["drift", str(saved_adapter.parent / "absent.safetensors")]) == 2
+    err = capsys.readouterr().err
+    assert "absent.safetensors" in err and "Traceback" not in err and len(err.splitlines()) == 1
+    assert cli.main(["drift", str(saved_adapter), "--tolerance", "-1"]) == 2
+    assert "tolerance must be finite and >= 0" in capsys.readouterr().err

@@ -273,6 +273,30 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
     ds.add_argument("--data-dir", default=None, metavar="DIR", help="raw data folder")
     ds.set_defaults(subparser=ds)
 
+    drift = sub.add_parser(
+        "drift",
+        help="print the drift summary of an adapter saved mid-stream (AdapTable.save)",
+        description="Print AdapTable.drift_summary() of an adapter saved with AdapTable.save "
+        "(no model needed): whether the adapted model still does as well on its stream as the "
+        "model did on its held-out source rows. Exit status 0 whatever the verdict; --json "
+        "prints it for scripts.",
+    )
+    drift.add_argument("file", metavar="FILE", help="the adapter's file (.safetensors)")
+    drift.add_argument("--last-batches", type=int, default=None, metavar="N",
+                       help="only the latest N batches (default: every batch)")  # fmt: skip
+    drift.add_argument("--tolerance", type=float, default=0.05, metavar="FRACTION",
+                       help="the fall accepted, a fraction (default 0.05: 5 points)")  # fmt: skip
+    drift.add_argument("--deviations", type=float, default=2.0, metavar="K",
+                       help="standard deviations a verdict needs (default 2)")  # fmt: skip
+    drift.add_argument("--reference", type=float, default=None, metavar="FRACTION",
+                       help="the level to compare with (default: the model's held-out one)")  # fmt: skip
+    drift.add_argument("--json", action="store_true", help="print the summary as JSON")
+    drift.add_argument("--report", default=None, metavar="CSV",
+                       help="also write the per-batch report to this CSV file")  # fmt: skip
+    drift.add_argument("--figure", default=None, metavar="PNG",
+                       help="also draw the report to this PNG file")  # fmt: skip
+    drift.set_defaults(subparser=drift, data_dir=None)
+
     run = sub.add_parser(
         "run",
         help="run experiments and print a results table (defaults: the main job)",
@@ -636,6 +660,52 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
     return 0 if result.records and not result.failures else 1
 
 
+def cmd_drift(args: argparse.Namespace) -> int:
+    """``adaptable drift FILE``: the drift summary of a saved adapter; 2 where it cannot be
+    read (the reason on one line of standard error)."""
+    import dataclasses
+    import json
+
+    from adaptable import AdapTable
+
+    try:
+        adapter = AdapTable.load(args.file)
+        summary = adapter.drift_summary(
+            last_batches=args.last_batches,
+            tolerance=args.tolerance,
+            deviations=args.deviations,
+            reference=args.reference,
+        )
+    except (OSError, ValueError) as err:
+        print(f"adaptable drift: {args.file}: {str(err).removeprefix('adaptable: ')}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if args.json:
+        fields = dataclasses.asdict(summary)
+        for key, value in fields.items():
+            if hasattr(value, "tolist"):
+                value = value.tolist()
+            # JSON has no NaN: a value the summary cannot give is null
+            if isinstance(value, list):
+                value = [None if v != v else v for v in value]
+            elif isinstance(value, float) and value != value:
+                value = None
+            fields[key] = value
+        print(json.dumps(fields))
+    else:
+        print(summary)
+    if args.report is not None:
+        adapter.report().to_csv(args.report, index=False)
+        print(f"report: {args.report}", file=sys.stderr if args.json else sys.stdout)
+    if args.figure is not None:
+        from adaptable.experiments.drift_figure import plot_drift_report
+        from adaptable.experiments.plots import save_figure
+
+        save_figure(plot_drift_report(adapter.report(), title=Path(args.file).name), args.figure)
+        print(f"figure: {args.figure}", file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
 def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:
     """``adaptable reproduce TABLE``: :mod:`adaptable.experiments.reproduce` does the work."""
     import adaptable.experiments.reproduce as reproduce
@@ -782,6 +852,8 @@ def _main(argv: list[str] | None, components: Components | None) -> int:
             state = "present" if info["present"] else "absent"
             print(f"{name:{width}s}  {state}")
         return 0
+    if args.command == "drift":
+        return cmd_drift(args)
     from adaptable.experiments.process import limit_threads
 
     limit_threads(args.threads)
