@@ -663,7 +663,6 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
 def cmd_drift(args: argparse.Namespace) -> int:
     """``adaptable drift FILE``: the drift summary of a saved adapter; 2 where it cannot be
     read (the reason on one line of standard error)."""
-    import dataclasses
     import json
 
     from adaptable import AdapTable
@@ -681,17 +680,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     if args.json:
-        fields = dataclasses.asdict(summary)
-        for key, value in fields.items():
-            if hasattr(value, "tolist"):
-                value = value.tolist()
-            # JSON has no NaN: a value the summary cannot give is null
-            if isinstance(value, list):
-                value = [None if v != v else v for v in value]
-            elif isinstance(value, float) and value != value:
-                value = None
-            fields[key] = value
-        print(json.dumps(fields))
+        print(json.dumps(summary.as_dict()))
     else:
         print(summary)
     if args.report is not None:

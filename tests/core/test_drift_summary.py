@@ -3,6 +3,7 @@ window of the last batches, and its refusals."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -139,6 +140,9 @@ def test_labels_count_from_min_labelled_and_none_leave_it_unverified_under_a_shi
     assert none.verdict == "unverified" and math.isnan(none.estimate_sd)
     assert none.estimate == pytest.approx(0.9)
     assert "partial_fit" in str(none)
+    fields = none.as_dict()
+    assert fields["estimate_sd"] is None and fields["verdict"] == "unverified"
+    assert fields["target_prior"] == [0.9, 0.1] and json.loads(json.dumps(fields)) == fields
 
 
 def test_the_window_reads_only_the_last_batches() -> None:

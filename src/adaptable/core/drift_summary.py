@@ -52,6 +52,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
@@ -138,6 +139,17 @@ class DriftSummary:
     tolerance: float
     deviations: float
     verdict: str
+
+    def as_dict(self) -> dict[str, object]:
+        """The fields as plain Python values for JSON: arrays as lists, NaN as None."""
+        fields: dict[str, object] = {}
+        for key, value in dataclasses.asdict(self).items():
+            if isinstance(value, np.ndarray):
+                value = [None if math.isnan(v) else v for v in value.tolist()]
+            elif isinstance(value, float) and math.isnan(value):
+                value = None
+            fields[key] = value
+        return fields
 
     def __str__(self) -> str:
         last = self.first_batch + self.batches - 1
