@@ -663,7 +663,6 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
 def cmd_drift(args: argparse.Namespace) -> int:
     """``adaptable drift FILE``: the drift summary of a saved adapter; 2 where it cannot be
     read (the reason on one line of standard error)."""
-
     from adaptable import AdapTable
 
     try:
