@@ -54,26 +54,31 @@ class Looks:
 
     def __init__(self, tolerance: float, deviations: float) -> None:
         self.tolerance, self.deviations = tolerance, deviations
-        self.y: list[np.ndarray] = []
-        self.predicted: list[np.ndarray] = []
+        self.matrix: np.ndarray | None = None  # the adapter's confusion over the rows so far
+        self.batches = 0
         self.rows: list[tuple[str, bool, float, float, float]] = []
 
     def __call__(self, fitted: Any, batch: Any) -> None:
-        self.y.append(batch.y)
-        self.predicted.append(batch.proba.argmax(axis=1))
-        if looked_at(len(self.y) - 1):
+        n_classes = int(fitted.dataset.n_classes)
+        counts = confusion(batch.y, batch.proba.argmax(axis=1), n_classes)
+        self.matrix = counts if self.matrix is None else self.matrix + counts
+        self.batches += 1
+        if looked_at(self.batches - 1):
             self.look(fitted)
 
     def look(self, fitted: Any) -> None:
         summary = fitted.method.drift_summary(tolerance=self.tolerance, deviations=self.deviations)
-        n_classes = int(fitted.dataset.n_classes)
-        matrix = confusion(np.concatenate(self.y), np.concatenate(self.predicted), n_classes)
-        realised = float(score(matrix, summary.objective))
+        realised = float(score(self.matrix, summary.objective))
         fall = summary.reference - realised
         self.rows.append(
             (summary.verdict, fall > self.tolerance, summary.estimate, summary.estimate_sd,
              realised)
         )  # fmt: skip
+
+    def next_stream(self) -> list[tuple[str, bool, float, float, float]]:
+        """This stream's looks; the next stream starts afresh."""
+        rows, self.rows, self.matrix, self.batches = self.rows, [], None, 0
+        return rows
 
 
 def main() -> None:
@@ -107,7 +112,7 @@ def main() -> None:
         for run in adapted_streams(args, each_batch, **options):
             if not looked_at(run.batches - 1):
                 looks.look(run.fitted)  # the stream's end
-            rows, looks.rows, looks.y, looks.predicted = looks.rows, [], [], []
+            rows = looks.next_stream()
             streams[(run.role, run.kind, share)].append(rows)
             verdict, _, estimate, sd, realised = rows[-1]
             summary = run.fitted.method.drift_summary(

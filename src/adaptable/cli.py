@@ -681,14 +681,15 @@ def cmd_drift(args: argparse.Namespace) -> int:
         print(json.dumps(summary.as_dict()))
     else:
         print(summary)
+    report = adapter.report() if args.report or args.figure else None
     if args.report is not None:
-        adapter.report().to_csv(args.report, index=False)
+        report.to_csv(args.report, index=False)
         print(f"report: {args.report}", file=sys.stderr if args.json else sys.stdout)
     if args.figure is not None:
         from adaptable.experiments.drift_figure import plot_drift_report
         from adaptable.experiments.plots import save_figure
 
-        save_figure(plot_drift_report(adapter.report(), title=Path(args.file).name), args.figure)
+        save_figure(plot_drift_report(report, title=Path(args.file).name), args.figure)
         print(f"figure: {args.figure}", file=sys.stderr if args.json else sys.stdout)
     return 0
 

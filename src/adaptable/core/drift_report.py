@@ -67,8 +67,6 @@ class Window(NamedTuple):
     posteriors: np.ndarray  # the objective expected under the believed posteriors
     corrected: np.ndarray  # label-corrected, and the realised value's deviation around it
     corrected_sd: np.ndarray
-    free: np.ndarray  # calibration-free (NaN where the moment test rejects at the end)
-    free_sd: np.ndarray
     last: BatchRecord  # the last batch's record
 
 
@@ -444,33 +442,44 @@ class DriftLog(DriftLogState):
         data["heldout_source_sd"] = np.full(len(b), reference_sd)
         return pd.DataFrame(data)
 
-    def window(self, first: int = 0, calibration_free: bool = True) -> Window:
+    def window(self, first: int = 0) -> Window:
         """The estimates over the rows of the batches from ``first`` on (0-based; at least one
-        batch recorded and ``first`` below their number), each estimate as the frame's
-        ``..._so_far`` columns would read for a stream that began at batch ``first``; without
-        ``calibration_free`` that estimate (the costly one: a bootstrap of the held-out rows)
-        is left NaN."""
+        batch recorded and ``first`` below their number), each as the frame's ``..._so_far``
+        columns would read for a stream that began at batch ``first``; the calibration-free
+        one, the costly one (a bootstrap of the held-out rows), is
+        :meth:`calibration_free_window`'s."""
+        b = self._from(first)
+        expected = np.stack([x.expected for x in b])
+        rows = np.array([x.rows for x in b], dtype=np.float64)
+        posteriors = _scores(expected.sum(axis=0)[None], self.objective)[0]
+        corrected, corrected_sd = self._residuals.estimates(expected, rows, self.objective, first)
+        labelled = int(sum(self._realised(x)[0].sum() for x in b))
+        return Window(int(rows.sum()), labelled, posteriors, corrected[-1], corrected_sd[-1], b[-1])
+
+    def calibration_free_window(self, first: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """The calibration-free estimate over the batches from ``first`` on and its deviation,
+        each a pair (unadapted model, adapter); NaN where the moment test rejects pure label
+        shift at the last batch, or without held-out rows."""
+        b = self._from(first)
+        last = b[-1]
+        if last.shift_statistic > last.shift_threshold:
+            return np.full(2, np.nan), np.full(2, np.nan)
+        _, scores, sd = self._calibration_free(first)
+        return scores[-1], sd[-1]
+
+    def _from(self, first: int) -> list[BatchRecord]:
+        """The settled records from batch ``first`` on (at least one).
+
+        Raises:
+            ValueError: ``first`` negative, or no batch from it on.
+        """
         if first < 0:
             raise ValueError(f"drift report: the first batch must be >= 0; got {first}.")
         self._settle()
         b = self._batches[first:]
         if not b:
             raise ValueError(f"drift report: no batch from batch {first} on.")
-        expected = np.stack([x.expected for x in b])
-        rows = np.array([x.rows for x in b], dtype=np.float64)
-        posteriors = _scores(expected.sum(axis=0)[None], self.objective)[0]
-        corrected, corrected_sd = self._residuals.estimates(expected, rows, self.objective, first)
-        free, free_sd = np.full(2, np.nan), np.full(2, np.nan)
-        last = b[-1]
-        accepts = not last.shift_statistic > last.shift_threshold
-        if calibration_free and accepts and self._heldout is not None and len(self._heldout[1]):
-            _, scores, sd = self._calibration_free(first)
-            free, free_sd = scores[-1], sd[-1]
-        labelled = int(sum(self._realised(x)[0].sum() for x in b))
-        return Window(
-            int(rows.sum()), labelled, posteriors, corrected[-1], corrected_sd[-1],
-            free, free_sd, last,
-        )  # fmt: skip
+        return b
 
     def _calibration_free(self, first: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:func:`~adaptable.core.heldout_estimate.stream_estimates` of the batches so far: the

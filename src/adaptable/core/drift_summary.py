@@ -259,21 +259,22 @@ def summarise(
     if reference is not None and not 0.0 <= reference <= 1.0:
         raise ValueError(f"adaptable: reference must be a fraction in [0, 1]; got {reference}.")
     first = 0 if last_batches is None else max(0, n_batches - int(last_batches))
-    window = log.window(first, calibration_free=False)
+    window = log.window(first)
     given = reference is not None
     if reference is None:
         reference, reference_sd = log.heldout_reference()
     else:
         reference, reference_sd = float(reference), 0.0
     labelled = window.labelled_rows
+    free, free_sd = np.full(2, np.nan), np.full(2, np.nan)
     corrected = labelled >= MIN_LABELLED and np.isfinite(window.corrected_sd[1])
     if not corrected:
-        window = log.window(first)
+        free, free_sd = log.calibration_free_window(first)
     if corrected:
         kind, values, sd = "label-corrected", window.corrected, window.corrected_sd
         drop_sd = math.hypot(float(sd[1]), reference_sd)
-    elif np.isfinite(window.free[1]) and np.isfinite(window.free_sd[1]):
-        kind, values, sd = "calibration-free", window.free, window.free_sd
+    elif np.isfinite(free[1]) and np.isfinite(free_sd[1]):
+        kind, values, sd = "calibration-free", free, free_sd
         drop_sd = float(sd[1])
     else:
         kind, values, sd = "posteriors", window.posteriors, np.full(2, np.nan)
