@@ -106,3 +106,14 @@ def benchmark_script():
         return module
 
     return load
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Figures a test leaves open are closed after it (pyplot keeps every open figure, and
+    warns past twenty of them)."""
+    yield
+    import sys
+
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")

@@ -807,3 +807,141 @@ def test_drift_refuses_a_missing_file_and_bad_options_in_one_line(
     assert "absent.safetensors" in err and "Traceback" not in err and len(err.splitlines()) == 1
     assert cli.main(["drift", str(saved_adapter), "--tolerance", "-1"]) == 2
     assert "tolerance must be finite and >= 0" in capsys.readouterr().err
+
+
+def test_drift_creates_the_reports_folder_and_refuses_what_it_cannot_write_in_one_line(
+    saved_adapter: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--report`` creates its missing folders as ``--figure`` does; an unsupported figure
+    suffix or a folder that is a file is one line on stderr and exit status 2."""
+    report = tmp_path / "new" / "folder" / "r.csv"
+    assert cli.main(["drift", str(saved_adapter), "--report", str(report)]) == 0
+    assert report.stat().st_size > 0
+    capsys.readouterr()
+    assert cli.main(["drift", str(saved_adapter), "--figure", str(tmp_path / "r.xyz")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # refused before the summary
+    [line] = captured.err.splitlines()
+    assert line.startswith(f"adaptable drift: --figure {tmp_path / 'r.xyz'}: matplotlib writes "
+                           "no format with the suffix '.xyz': use .png, or one of ")  # fmt: skip
+    assert ".pdf" in line and not (tmp_path / "r.xyz").exists()
+    (tmp_path / "file").write_text("")
+    for option, name in (("--report", "r.csv"), ("--figure", "r.png")):
+        path = tmp_path / "file" / name
+        assert cli.main(["drift", str(saved_adapter), option, str(path)]) == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"adaptable drift: {option} {path}: '{tmp_path / 'file'}' is not a folder"
+        ]
+
+
+def test_drift_figure_of_classes_named_low_and_high_draws_them_without_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Classes ``high``, ``low``, ``mid``: the report's ``prior_low`` is a class, not an
+    interval bound; every panel's legend has lines (matplotlib warns on an empty one)."""
+    import warnings
+
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    from adaptable import AdapTable
+    from adaptable.experiments.drift_figure import report_classes
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1400, 2))
+    y = np.array(["low", "mid", "high"])[np.digitize(x[:, 0] + 0.3 * x[:, 1], [-0.5, 0.5])]
+    model = LogisticRegression().fit(x[:800], y[:800])
+    adapter = AdapTable(random_state=0).fit(model, x[:800], y[:800], x[800:1200], y[800:1200])
+    for t in range(3):
+        adapter.predict(x[1200 + 64 * t : 1264 + 64 * t])
+    assert report_classes(adapter.report()) == ["high", "low", "mid"]
+    path = tmp_path / "three.safetensors"
+    adapter.save(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's "No artists with labels" is a UserWarning
+        assert cli.main(["drift", str(path), "--figure", str(tmp_path / "f.png")]) == 0
+    assert (tmp_path / "f.png").stat().st_size > 10_000
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def _create_with_adaptable(name: str, **options: object) -> object:
+    """The toy methods, and AdapTable itself as ``adaptable``."""
+    if name == "adaptable":
+        from adaptable import AdapTable
+
+        return AdapTable(**options)
+    return testing.create_method(name, **options)
+
+
+def _known_with_adaptable(kind: str) -> list[str]:
+    names = testing.known_names(kind)
+    return [*names, "adaptable"] if kind == "method" else names
+
+
+WITH_ADAPTABLE = replace(TOY, create_method=_create_with_adaptable,
+                         known_names=_known_with_adaptable)  # fmt: skip
+
+
+def test_feedback_without_methods_runs_the_adapter_alone_as_the_readme_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``adaptable run --feedback 0.05 10 --drift-figure drift.png`` (the README's command, on
+    the toy data): one experiment, the default adapter's, and its figure."""
+    store = tmp_path / "r.jsonl"
+    argv = ["run", "--datasets", "toy", "--models", "softmax", "--feedback", "0.5", "1",
+            "--drift-figure", str(tmp_path / "drift.png"), "--results", str(store),
+            "--no-progress"]  # fmt: skip
+    assert cli.main(argv, components=WITH_ADAPTABLE) == 0
+    out = capsys.readouterr().out
+    assert "1 experiment (0 already in the results store, 1 to run)" in out
+    assert list(ResultStore(store).completed()) == [
+        "toy|natural|softmax|adaptable|seed=0|feedback=0.5@1"
+    ]
+    assert f"drift report figure: {tmp_path / 'drift.png'}" in out and "verdict: " in out
+    assert (tmp_path / "drift.png").stat().st_size > 10_000
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"], components=TOY)
+    assert "with --feedback: adaptable alone" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--methods", "source", "prior", "adaptable", "--feedback", "0.05", "10"],
+         "--feedback: source (no partial_fit) and prior (no partial_fit) take no late labels; "
+         "run those without --feedback, or leave out --methods to run adaptable alone"),
+        (["--methods", "adaptable[preset=paper]", "--feedback", "0.05", "10"],
+         "--feedback: adaptable[preset=paper] takes no late labels; "),
+        (["--methods", "adaptable", "--feedback", "2", "10"],
+         "argument --feedback: SHARE must lie between 0 and 1; got 2"),
+        (["--feedback", "nan", "10"], "argument --feedback: SHARE must lie between 0 and 1"),
+        (["--feedback", "0.05", "-1"],
+         "argument --feedback: DELAY must be a whole number of batches, 0 or more; got -1"),
+        (["--feedback", "0.05", "1.5"], "DELAY must be a whole number of batches"),
+        (["--methods", "source", "prior", "--drift-figure", "d.png"],
+         "--drift-figure draws one experiment; this run has 2: give one dataset, model, method"),
+        (["--methods", "source", "--drift-figure", "d.png"],
+         "--drift-figure: source keeps no drift report; use adaptable"),
+        (["--methods", "adaptable", "--drift-figure", "d.xyz"],
+         "--drift-figure d.xyz: matplotlib writes no format with the suffix '.xyz': use .png"),
+    ],
+    ids=["no-partial-fit", "paper-preset", "share", "share-nan", "delay-negative",
+         "delay-fraction", "drift-figure-several", "drift-figure-no-report",
+         "drift-figure-suffix"],
+)  # fmt: skip
+def test_feedback_and_drift_figure_are_checked_before_any_work(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Methods that take no labels, a share outside [0, 1], a delay that is no whole number of
+    batches, a drift figure of several experiments (or of a method without a report, or to a
+    file matplotlib cannot write): one line after the usage, exit status 2, nothing run."""
+    components = replace(WITH_ADAPTABLE, load_dataset=_no_work, train_model=_no_work)
+    base = ["run", "--datasets", "toy", "--models", "softmax", "--results", str(tmp_path / "r")]
+    err = _usage_error([*base, *argv], capsys, components)
+    assert err.startswith("usage: adaptable run ")
+    assert err.splitlines()[-1].startswith("adaptable run: error: ") and message in err
+    assert not (tmp_path / "r").exists()
+    # no labels reach anyone with a share of 0: any method runs
+    args = cli.build_parser(TOY).parse_args([*base, "--methods", "source", "--feedback", "0", "3"])
+    cli.check_args(args, components)
+    assert args.feedback == (0.0, 3)

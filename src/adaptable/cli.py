@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import re
 import sys
 import textwrap
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,9 @@ DEFAULT_METHODS = [
     "tent",
     "oracle_prior",
 ]
+#: the methods of ``run --feedback`` without ``--methods``: of the main job's methods only the
+#: recommended adapter learns from late labels (the paper preset and the others take none)
+FEEDBACK_METHODS = ["adaptable"]
 DEFAULT_RESULTS = "adaptable-results/results.jsonl"
 #: exit status after Ctrl-C, as a shell reports a command ended by SIGINT (128 + 2)
 EXIT_INTERRUPTED = 130
@@ -121,6 +125,28 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1; got {text}")
     return value
+
+
+class _Feedback(argparse.Action):
+    """``--feedback SHARE DELAY``: a share of rows from 0 to 1 and a whole number of batches,
+    at least 0; stored as ``(share, delay)`` with ``delay`` an int. Anything else is a usage
+    error of the option, before any work starts."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        share, delay = values
+        if not 0 <= share <= 1:  # NaN fails this too
+            raise argparse.ArgumentError(self, f"SHARE must lie between 0 and 1; got {share:g}")
+        if not math.isfinite(delay) or delay < 0 or delay != int(delay):
+            raise argparse.ArgumentError(
+                self, f"DELAY must be a whole number of batches, 0 or more; got {delay:g}"
+            )
+        setattr(namespace, self.dest, (float(share), int(delay)))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -292,9 +318,11 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
                        help="the level to compare with (default: the model's held-out one)")  # fmt: skip
     drift.add_argument("--json", action="store_true", help="print the summary as JSON")
     drift.add_argument("--report", default=None, metavar="CSV",
-                       help="also write the per-batch report to this CSV file")  # fmt: skip
+                       help="also write the per-batch report to this CSV file (folders "
+                       "created)")  # fmt: skip
     drift.add_argument("--figure", default=None, metavar="PNG",
-                       help="also draw the report to this PNG file")  # fmt: skip
+                       help="also draw the report to this PNG file (folders created; .pdf, "
+                       ".svg and matplotlib's other formats by their suffix)")  # fmt: skip
     drift.set_defaults(subparser=drift, data_dir=None)
 
     run = sub.add_parser(
@@ -309,10 +337,11 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
     run.add_argument(
         "--methods",
         nargs="+",
-        default=DEFAULT_METHODS,
+        default=None,  # resolved by check_args: the default depends on --feedback
         metavar="NAME[k=v,...]",
         help="methods, with options in brackets, e.g. adaptable[calibrator=platt] "
-        f"(default: {' '.join(DEFAULT_METHODS)})",
+        f"(default: {' '.join(DEFAULT_METHODS)}; with --feedback: "
+        f"{' '.join(FEEDBACK_METHODS)} alone, the one of them that learns from late labels)",
     )
     run.add_argument(
         "--scenarios",
@@ -326,17 +355,20 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
         "--feedback",
         nargs=2,
         type=float,
+        action=_Feedback,
         default=None,
         metavar=("SHARE", "DELAY"),
         help="late labels: SHARE of each batch's rows (0-1) reach partial_fit DELAY batches "
-        "later; metrics score every row as predicted before its label arrived",
+        "later (a whole number, 0 or more); metrics score every row as predicted before its "
+        "label arrived. Every method must take labels (partial_fit); without --methods: "
+        f"{' '.join(FEEDBACK_METHODS)}",
     )
     run.add_argument(
         "--drift-figure",
         default=None,
         metavar="PNG",
         help="draw AdapTable's drift report of the one experiment run (reruns it in-process) "
-        "and print its drift summary",
+        "and print its drift summary; the run must be one experiment of the default adapter",
     )
     _add_common(run)
     run.set_defaults(subparser=run)
@@ -452,6 +484,8 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
         # TableShift's identifiers and short names run, and are stored, as the task they name
         args.datasets = _canonical(args.datasets)
     if args.command == "run":
+        if args.methods is None:
+            args.methods = list(FEEDBACK_METHODS if args.feedback else DEFAULT_METHODS)
         methods: list[tuple[str, dict[str, Any]]] = []
         for text in args.methods:
             try:
@@ -463,6 +497,15 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
         built, unbuildable = _build_methods(components, methods)
         problems += unbuildable
         problems += _incompatible(components, args.models, built)
+        if args.feedback is not None and args.feedback[0] > 0:  # share 0: no labels to take
+            problems += _refused(
+                "--feedback", built, _label_refusal,
+                ("takes no late labels", "take no late labels"),
+                "run those without --feedback, or leave out --methods to run "
+                f"{' '.join(FEEDBACK_METHODS)} alone",
+            )  # fmt: skip
+        if args.drift_figure is not None:
+            problems += _drift_figure_problems(args, methods, built)
         args.parsed_methods = methods
     elif args.command == "reproduce":
         from adaptable.experiments.reproduce import request_problems
@@ -502,6 +545,95 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
         unique = list(dict.fromkeys(problems))
         message = unique[0] if len(unique) == 1 else "\n  - ".join(["", *unique]).lstrip("\n")
         args.subparser.error(message if len(unique) == 1 else f"{len(unique)} problems:\n{message}")
+
+
+def _refused(
+    option: str,
+    built: dict[str, Any],
+    reason: Callable[[Any], str | None],
+    lacks: tuple[str, str],
+    hint: str,
+) -> list[str]:
+    """One problem naming every built method that ``reason(method)`` refuses (``None``: it
+    does not; an empty reason is not shown), e.g. ``--feedback: source (no partial_fit) and
+    adaptable[preset=paper] take no late labels; HINT``: one line however many methods
+    (``lacks``: the singular and plural verb).
+    """
+    refused = {label: reason(method) for label, method in built.items()}
+    named = [f"{label} ({why})" if why else label for label, why in refused.items()
+             if why is not None]  # fmt: skip
+    if not named:
+        return []
+    if len(named) == 1:
+        return [f"{option}: {named[0]} {lacks[0]}; {hint}"]
+    return [f"{option}: {', '.join(named[:-1])} and {named[-1]} {lacks[1]}; {hint}"]
+
+
+def _non_default_adaptable(method: Any) -> str | None:
+    """``""`` for AdapTable with a preset other than the default (its label names the preset):
+    it has ``partial_fit`` and ``report``, but they raise (the paper's Algorithm 1 keeps no
+    report and has no use for labels); else ``None``."""
+    preset = getattr(method, "preset", "default")
+    if preset == "default":  # also every method without presets: AdapTable is not imported
+        return None
+    from adaptable.core import AdapTable
+
+    return "" if isinstance(method, AdapTable) else None
+
+
+def _label_refusal(method: Any) -> str | None:
+    """Why a built method cannot take the late labels of ``--feedback`` (``None``: it can);
+    the runner would fail each of its experiments for it."""
+    if not callable(getattr(method, "partial_fit", None)):
+        return "no partial_fit"
+    return _non_default_adaptable(method)
+
+
+def _report_refusal(method: Any) -> str | None:
+    """Why a built method has no drift report for ``--drift-figure`` (``None``: it has; the
+    message says the rest)."""
+    if not callable(getattr(method, "report", None)):
+        return ""
+    return _non_default_adaptable(method)
+
+
+def _drift_figure_problems(
+    args: argparse.Namespace, methods: Sequence[Any], built: dict[str, Any]
+) -> list[str]:
+    """``--drift-figure``: one experiment of a method with a drift report, drawn to a file
+    whose suffix names a format matplotlib writes; found before the sweep, not after it."""
+    problems = []
+    sizes = (args.datasets, args.scenarios, args.models, methods, args.seeds)
+    experiments = math.prod(len(values) for values in sizes)
+    if experiments != 1:
+        problems.append(
+            f"--drift-figure draws one experiment; this run has {experiments}: give one "
+            "dataset, model, method, scenario and seed"
+        )
+    else:
+        problems += _refused(
+            "--drift-figure", built, _report_refusal,
+            ("keeps no drift report", "keep no drift report"), "use adaptable",
+        )  # fmt: skip
+    figure = _figure_problem(args.drift_figure)
+    if figure is not None:
+        problems.append(f"--drift-figure {args.drift_figure}: {figure}")
+    return problems
+
+
+def _figure_problem(path: str) -> str | None:
+    """Why matplotlib cannot write a figure to ``path``: its suffix names no format it writes
+    (``None``: it does). Without a suffix matplotlib would add one, writing another file."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = Path(path).suffix.lower().removeprefix(".")
+    if suffix in formats:
+        return None
+    others = ", .".join(sorted(set(formats) - {"png"}))
+    if not suffix:
+        return f"the file needs a suffix naming the figure's format: .png, or one of .{others}"
+    return f"matplotlib writes no format with the suffix '.{suffix}': use .png, or one of .{others}"
 
 
 def _collect_figures(args: argparse.Namespace) -> None:
@@ -632,7 +764,7 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
         args.datasets, args.scenarios, args.models, args.parsed_methods, args.seeds,
         batch_size=args.batch_size,
     )  # fmt: skip
-    if args.feedback is not None:
+    if args.feedback is not None:  # checked by the option's action
         from adaptable.experiments.drift_figure import with_feedback
 
         specs = with_feedback(specs, *args.feedback)
@@ -649,12 +781,9 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
     if result.records:
         print(summary(result.records))
     report_sweep(result)
-    if args.drift_figure is not None:
+    if args.drift_figure is not None:  # one experiment: checked by check_args
         from adaptable.experiments.drift_figure import draw_experiment
 
-        if len(specs) != 1:
-            print(f"--drift-figure draws one experiment; this run has {len(specs)}")
-            return 1
         path, drift = draw_experiment(specs[0], args.drift_figure, context)
         print(f"drift report figure: {path}\n{drift}")
     return 0 if result.records and not result.failures else 1
@@ -662,9 +791,14 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
 
 def cmd_drift(args: argparse.Namespace) -> int:
     """``adaptable drift FILE``: the drift summary of a saved adapter; 2 where it cannot be
-    read (the reason on one line of standard error)."""
+    read, or the report or figure cannot be written (the reason on one line of standard
+    error). ``--report`` and ``--figure`` create their missing folders."""
     from adaptable import AdapTable
 
+    figure_problem = None if args.figure is None else _figure_problem(args.figure)
+    if figure_problem is not None:  # before the summary: nothing printed, nothing written
+        print(f"adaptable drift: --figure {args.figure}: {figure_problem}", file=sys.stderr)
+        return 2
     try:
         adapter = AdapTable.load(args.file)
         summary = adapter.drift_summary(
@@ -683,15 +817,34 @@ def cmd_drift(args: argparse.Namespace) -> int:
         print(summary)
     report = adapter.report() if args.report or args.figure else None
     if args.report is not None:
-        report.to_csv(args.report, index=False)
+        try:
+            Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+            report.to_csv(args.report, index=False)
+        except OSError as err:
+            print(f"adaptable drift: --report {args.report}: {_os_reason(err)}", file=sys.stderr)
+            return 2
         print(f"report: {args.report}", file=sys.stderr if args.json else sys.stdout)
     if args.figure is not None:
         from adaptable.experiments.drift_figure import plot_drift_report
         from adaptable.experiments.plots import save_figure
 
-        save_figure(plot_drift_report(report, title=Path(args.file).name), args.figure)
+        try:
+            save_figure(plot_drift_report(report, title=Path(args.file).name), args.figure)
+        except OSError as err:
+            print(f"adaptable drift: --figure {args.figure}: {_os_reason(err)}", file=sys.stderr)
+            return 2
         print(f"figure: {args.figure}", file=sys.stderr if args.json else sys.stdout)
     return 0
+
+
+def _os_reason(err: OSError) -> str:
+    """An OSError in a few words: ``Permission denied: 'out/r.csv'`` (its text where it has no
+    error number)."""
+    if isinstance(err, FileExistsError):  # a folder to create is there, as a file
+        return f"{str(err.filename)!r} is not a folder"
+    if err.strerror is None:
+        return str(err)
+    return f"{err.strerror}: {str(err.filename)!r}" if err.filename else err.strerror
 
 
 def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:

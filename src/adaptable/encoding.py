@@ -24,12 +24,22 @@ How category values are matched (the same rule at fit and at transform):
 - Anything else is unseen: code -1, an all-zero one-hot block. When more than half of a
   batch's categorical values are unseen, :class:`UnseenCategoryWarning` says so: for numbers
   that is almost always a type or format mismatch; for text it may also be a real shift (a
-  target domain with categories the source never had).
+  target domain with categories the source never had); a missing value in a column that had
+  none at fit time is reported as such.
+
+The warning is shown once per Encoder and cause (the column it names and the kind of value:
+text, missing, or a type) under the filters that show a warning once (Python's default),
+because libraries that enter ``warnings.catch_warnings()`` on every call (pandas,
+scikit-learn) reset Python's own once-per-location memory. Filters that show every warning
+(``"always"``) or turn it into an error still see every batch's. The memory is not part of the
+Encoder's state: :meth:`Encoder.to_dict` leaves it out, and a copy or a pickled and reloaded
+Encoder starts with none (it may warn once more).
 """
 
 from __future__ import annotations
 
 import numbers
+import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -40,6 +50,12 @@ import pandas as pd
 
 #: a batch warns when more than this share of its categorical values were never seen at fit time
 UNSEEN_WARNING_SHARE = 0.5
+#: batches with fewer rows are described by counts ("1 of the 1 categorical value in this batch
+#: of 1 row"), not as "more than 50% of this batch": a share of one or two rows says little.
+UNSEEN_WARNING_MIN_ROWS = 20
+# Warning filter actions that show a warning once (per location, module or process): under
+# these the Encoder's own memory of the causes it warned about stands in for Python's.
+_ONCE_ACTIONS = frozenset({"default", "module", "once"})
 # Batches with at most this many cells are read with one whole-frame conversion to an object
 # array (~0.1 ms for 64 rows) instead of one column selection per kind (~0.5 ms); larger ones
 # select their columns first, which avoids boxing every numeric cell into a Python object.
@@ -199,6 +215,9 @@ class Encoder:
         starts = [b.start for b in self.schema_ if b.kind == "categorical"]
         self._block_starts = np.asarray(starts, dtype=np.int64) - len(self.numerical_)
         self._positions: tuple[pd.Index, np.ndarray, np.ndarray] | None = None
+        # (categorical feature, kind of value) of each UnseenCategoryWarning shown: a new fit
+        # starts afresh, its categories being new
+        self._warned_causes: set[tuple[int, str]] = set()
         self._fitted = True
 
     # ------------------------------------------------------------------ transforming
@@ -286,7 +305,7 @@ class Encoder:
         """Per-categorical-feature integer codes (``-1`` for categories unseen at fit time)."""
         self._check_fitted()
         frame = self._frame(X)
-        _require(frame, self.categorical_, "category_codes")
+        self._require_columns(frame, self.categorical_, "category_codes")
         values = _small_frame_values(frame)
         if values is not None and all(c in frame.columns for c in self.numerical_):
             values = values[:, self._column_positions(frame, "category_codes")[1]]
@@ -310,6 +329,24 @@ class Encoder:
                 )
         return frame
 
+    def _require_columns(self, frame: pd.DataFrame, columns: Sequence[object], where: str) -> None:
+        """Refuse a ``frame`` without ``columns`` (or with them repeated). An encoder fitted on
+        an array reads columns by position (named 0, 1, ...): a DataFrame with other names is
+        told so rather than that columns 0, 1, ... are missing."""
+        if self.columns_is_positional_ and any(c not in frame.columns for c in columns):
+            width = self.n_features_in_
+            names = ", ".join(map(repr, frame.columns[:10])) + (
+                " ..." if len(frame.columns) > 10 else ""
+            )
+            raise ValueError(
+                f"Fitted on an array, so an array of {width} columns, read by position, is "
+                f"expected; got DataFrame of shape {tuple(frame.shape)} with the columns "
+                f"({names}), which are not the positions 0 .. {width - 1}. Pass its values "
+                "(X.to_numpy()) in the fitted column order, or fit on a DataFrame to read "
+                "columns by name."
+            )
+        _require(frame, columns, where)
+
     def _column_positions(self, frame: pd.DataFrame, where: str) -> tuple[np.ndarray, np.ndarray]:
         """Positions of the numerical and categorical columns in ``frame``.
 
@@ -319,7 +356,7 @@ class Encoder:
         cached = self._positions
         if cached is not None and (cached[0] is frame.columns or cached[0].equals(frame.columns)):
             return cached[1], cached[2]
-        _require(frame, self.feature_names_in_, where)
+        self._require_columns(frame, self.feature_names_in_, where)
         columns = frame.columns
         if columns.is_unique:
             numeric = np.asarray(columns.get_indexer(self.numerical_), dtype=np.intp)
@@ -421,31 +458,75 @@ class Encoder:
     def _warn_if_mostly_unseen(
         self, codes: np.ndarray, values: np.ndarray, stacklevel: int
     ) -> None:
+        """Warn when more than ``UNSEEN_WARNING_SHARE`` of the batch's categorical values are
+        unseen, naming the column with the most of them and the kind of its first one; once
+        per cause (that column and kind) under the filters that show a warning once
+        (module docstring)."""
         unseen = codes < 0
         if unseen.mean() <= UNSEEN_WARNING_SHARE:
             return
         worst = int(unseen.sum(axis=0).argmax())
         example = values[int(np.flatnonzero(unseen[:, worst])[0]), worst]
+        if _missing(example):
+            kind = "missing"
+        elif isinstance(example, str):
+            kind = "text"
+        else:
+            kind = type(example).__name__
+        text = self._unseen_message(unseen, worst, kind)
+        # the action Python's filters give this warning, looked up as warnings.warn will
+        action = _filter_action(UnseenCategoryWarning, text, stacklevel)
+        cause = (worst, kind)
+        if action in _ONCE_ACTIONS and cause in self._warned_causes:
+            return
+        warnings.warn(text, UnseenCategoryWarning, stacklevel=stacklevel)
+        # Remembered once shown (an "error" filter raised above and an ignored warning was not
+        # seen: those causes may still warn later).
+        if action != "ignore":
+            self._warned_causes.add(cause)
+
+    def _unseen_message(self, unseen: np.ndarray, worst: int, kind: str) -> str:
+        """The :class:`UnseenCategoryWarning` text for the mask ``unseen`` (n, D_cat): the
+        column ``worst`` holds values of ``kind`` (``"missing"``, ``"text"`` or a type name)
+        that match none of its categories."""
+        n_rows = len(unseen)
+        if n_rows >= UNSEEN_WARNING_MIN_ROWS:
+            share = (
+                f"more than {UNSEEN_WARNING_SHARE:.0%} of this batch's categorical values were "
+                "not seen at fit time and are encoded"
+            )
+        else:
+            count, cells = int(unseen.sum()), unseen.size
+            share = (
+                f"{count} of the {_counted(cells, 'categorical value')} in this batch of "
+                f"{_counted(n_rows, 'row')} {'was' if count == 1 else 'were'} not seen at fit "
+                f"time and {'is' if count == 1 else 'are'} encoded"
+            )
         fitted = self.categories_[worst]
         known = ", ".join(repr(c) for c in fitted[:3]) + (", ..." if len(fitted) > 3 else "")
-        # Text meets text categories exactly, so there the likelier cause is categories the
-        # source never had (a shift in that column), not a type mismatch.
-        cause = (
-            "Either the stream holds categories the source never had (a shift in this column) "
-            "or they are written differently (e.g. '06' vs '6')"
-            if isinstance(example, str)
-            else "A type or format mismatch with the fitted data is the usual cause"
-        )
-        # The message depends only on the column and the value's type, so that Python's warning
-        # registry shows it once per cause rather than once per batch.
-        warnings.warn(
-            f"Encoder: more than {UNSEEN_WARNING_SHARE:.0%} of this batch's categorical values "
-            f"were not seen at fit time and are encoded as unknown; column "
-            f"{self.categorical_[worst]!r} has values of type {type(example).__name__} that "
-            f"match none of the categories it was fitted with ({known}). {cause} (see "
-            "adaptable.encoding for the matching rule).",
-            UnseenCategoryWarning,
-            stacklevel=stacklevel,
+        column = self.categorical_[worst]
+        if kind == "missing":
+            found = (
+                f"column {column!r} holds missing values (None, NaN or the like), but none of "
+                f"the categories it was fitted with ({known}) is a missing value. A column that "
+                "the source always filled and the stream leaves empty (a field no longer "
+                "recorded, a failed join) is the usual cause"
+            )
+        else:
+            # Text meets text categories exactly, so there the likelier cause is categories the
+            # source never had (a shift in this column), not a type mismatch.
+            cause = (
+                "Either the stream holds categories the source never had (a shift in this "
+                "column) or they are written differently (e.g. '06' vs '6')"
+                if kind == "text"
+                else "A type or format mismatch with the fitted data is the usual cause"
+            )
+            found = (
+                f"column {column!r} has values of type {'str' if kind == 'text' else kind} "
+                f"that match none of the categories it was fitted with ({known}). {cause}"
+            )
+        return (
+            f"Encoder: {share} as unknown; {found} (see adaptable.encoding for the matching rule)."
         )
 
     # ------------------------------------------------------------------ schema views
@@ -509,6 +590,19 @@ class Encoder:
         enc._prepare()
         return enc
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The instance's attributes for pickling and copying, without the memory of the warnings
+        shown: it says what this instance told its user, and is no part of the fitted state
+        (the pickle is the same whether or not a batch warned)."""
+        state = self.__dict__.copy()
+        state.pop("_warned_causes", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`__getstate__`'s attributes; the copy has shown no warning yet."""
+        self.__dict__.update(state)
+        self._warned_causes = set()
+
     def _check_fitted(self) -> None:
         if not self._fitted:
             raise RuntimeError("This Encoder is not fitted yet; call fit(X) first.")
@@ -520,6 +614,33 @@ class Encoder:
             f"Encoder(numerical={len(self.numerical_)}, categorical={len(self.categorical_)}, "
             f"width={self.n_features_out_})"
         )
+
+
+def _counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless one: "1 row", "2 rows"."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _filter_action(category: type[Warning], text: str, stacklevel: int) -> str:
+    """The action of the first warning filter that matches ``category`` with message ``text``
+    raised at ``stacklevel`` counted from the caller (as ``warnings.warn`` counts it), found as
+    ``warnings.warn_explicit`` finds it; the default action when none matches."""
+    try:
+        # this function's frame, its caller's, then stacklevel - 1 more
+        frame = sys._getframe(stacklevel)
+    except ValueError:  # fewer frames: warnings.warn then names the "sys" module
+        module, lineno = "sys", 1
+    else:
+        module, lineno = frame.f_globals.get("__name__", "<string>"), frame.f_lineno
+    for action, message, kind, module_pattern, line in warnings.filters:
+        if (
+            (message is None or message.match(text))
+            and issubclass(category, kind)
+            and (module_pattern is None or module_pattern.match(module))
+            and (line == 0 or lineno == line)
+        ):
+            return action
+    return warnings.defaultaction
 
 
 def _as_frame(X: pd.DataFrame | np.ndarray, positional_width: int | None = None) -> pd.DataFrame:
@@ -671,12 +792,67 @@ def _numeric_block(frame: pd.DataFrame, columns: Sequence[object]) -> np.ndarray
     try:
         values = frame[list(columns)].to_numpy(dtype=np.float64, na_value=np.nan)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"Numerical columns must hold numbers: {err}") from err
+        raise ValueError(_not_numbers_message(frame, columns, err)) from err
     if np.isinf(values).any():
         bad = [columns[j] for j in np.flatnonzero(np.isinf(values).any(axis=0))]
         raise ValueError(f"Numerical column(s) hold infinite values: {', '.join(map(str, bad))}.")
     # The authors fill numerical NaN with 0 before scaling (method.md, section 3).
     return np.nan_to_num(values, nan=0.0)
+
+
+def _not_numbers_message(frame: pd.DataFrame, columns: Sequence[object], err: Exception) -> str:
+    """The error for numerical ``columns`` of ``frame`` that do not all convert to float64: the
+    columns that fail and the first cell of the first of them that fails (its row's index
+    label and value). Only on the error path: each column is converted again on its own."""
+    failing: list[object] = []
+    for column in columns:
+        try:
+            frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError):
+            failing.append(column)
+    if not failing:  # only the columns together fail: the conversion's own words
+        return f"Numerical columns must hold numbers: {err}"
+    if len(failing) == 1:
+        named, of = f"Numerical column {failing[0]!r} must hold numbers", ""
+    else:
+        listed = ", ".join(map(repr, failing[:10])) + (" ..." if len(failing) > 10 else "")
+        named, of = f"Numerical columns {listed} must hold numbers", f" of {failing[0]!r}"
+    series = frame[failing[0]]
+    # the values as the conversion sees them (missing ones as NaN)
+    cells = series.to_numpy(dtype=object, na_value=np.nan)
+    row = _first_failing(cells)
+    if row is None:  # a column that fails as a whole (its dtype), not in one cell
+        return f"{named}: {err}"
+    label = _plain(series.index[row])
+    value = repr(_plain(cells[row]))
+    value = value if len(value) <= 60 else value[:57] + "..."
+    return f"{named}, but row {label!r}{of} holds {value}."
+
+
+def _plain(value: object) -> object:
+    """A numpy scalar as its Python value, for a message (``5``, not ``np.int64(5)``)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _first_failing(cells: np.ndarray) -> int | None:
+    """The position of the first object in ``cells`` that does not convert to float64 (``None``
+    when all do); by halving, so that a long column costs a few whole-array conversions rather
+    than one per cell."""
+    try:
+        cells.astype(np.float64)
+        return None
+    except (TypeError, ValueError):
+        pass
+    low, high = 0, len(cells)  # cells[:low] convert; cells[:high] do not
+    while high - low > 1:
+        middle = (low + high) // 2
+        try:
+            cells[:middle].astype(np.float64)
+        except (TypeError, ValueError):
+            high = middle
+        else:
+            low = middle
+    return low
 
 
 def _standardised(

@@ -259,3 +259,12 @@ def test_the_paper_preset_and_an_unused_adapter_are_refused(shifts) -> None:
     paper.fit(model, stream.x_train, stream.y_train, stream.x_valid, stream.y_valid)
     with pytest.raises(ValueError, match="preset='default'"):
         paper.drift_summary()
+
+
+def test_the_label_distribution_is_named_by_the_classes() -> None:
+    log = _log_with_labels(0.8, 100)
+    named = summarise(log, source_prior=np.array([0.5, 0.5]), classes=np.array(["no", "yes"]))
+    assert "[no: 0.50, yes: 0.50]" in str(named)
+    assert named.as_dict()["classes"] == ["no", "yes"]
+    plain = summarise(log, source_prior=np.array([0.5, 0.5]))
+    assert "(source [0.50, 0.50]" in str(plain) and plain.as_dict()["classes"] is None

@@ -39,3 +39,18 @@ def test_a_missing_label_in_y_valid_is_named() -> None:
     y_valid[[5, 9]] = np.nan
     with pytest.raises(ValueError, match=r"y_valid holds 2 missing label\(s\).*first at row 5"):
         AdapTable(preset="paper", calibrator="none").fit(model, X[:200], Y2[:200], X[200:], y_valid)
+
+
+def test_labels_mixing_strings_and_numbers_are_named() -> None:
+    mixed = np.array(["yes" if v else 0 for v in Y2], dtype=object)
+    with pytest.raises(ValueError, match=r"y_source mixes strings and other labels \(e.g. 0 and"):
+        AdapTable(output="logits").fit(lambda A: np.zeros((len(A), 2)), X, mixed)
+
+
+def test_a_sparse_batch_is_refused_with_what_to_pass() -> None:
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    method = AdapTable(random_state=0).fit(
+        LogisticRegression().fit(X, Y2), X[:200], Y2[:200], X[200:], Y2[200:]
+    )
+    with pytest.raises(ValueError, match=r"scipy sparse matrix; pass its dense rows"):
+        method.predict(scipy_sparse.csr_matrix(X[:5]))

@@ -199,9 +199,13 @@ def test_bad_labels_and_the_paper_preset_are_refused(shifts) -> None:
     stream = shifts.make_stream("none", 2 * BATCH, seed=6)
     method, model = _fitted(stream)
     x, y = stream.x_stream[:BATCH], stream.y_stream[:BATCH]
-    with pytest.raises(ValueError, match="row ids must name rows already predicted"):
+    with pytest.raises(ValueError, match="no row has been predicted since fit / reset yet"):
         method.partial_fit(x[:3], y[:3], rows=[0, 1, 2])
     method.predict(x)
+    method.partial_fit(None, [], rows=[])  # no labels arrived: nothing to do
+    for missing in ([0, None, 1], np.array([0.0, np.nan, 1.0])):
+        with pytest.raises(ValueError, match="1 missing label\\(s\\) .* first at position 1"):
+            method.partial_fit(None, missing, rows=[0, 1, 2])
     # ids past the rows predicted: refused before anything is learnt, so a retry with the
     # right ids does not count the labels twice
     with pytest.raises(ValueError, match="row ids must name rows already predicted"):
@@ -343,6 +347,46 @@ def test_labels_by_row_id_alone_use_the_scores_kept_at_prediction(shifts, tmp_pa
         by_id.partial_fit(None, stream.y_stream[:3])
     with pytest.raises(ValueError, match="already predicted"):
         by_id.partial_fit(None, stream.y_stream[:1], rows=[14 * BATCH])
+
+
+def test_a_label_sent_again_counts_once_and_a_changed_label_is_refused(shifts, tmp_path) -> None:
+    """A feed that re-sends labels (a retry, or every label known so far at each tick) gives
+    exactly what sending each label once gives, through save / load too; a row given two
+    different labels, in one call or two, is refused before anything is learnt."""
+    stream = shifts.make_stream("concept", 20 * BATCH, seed=7)
+    once, model = _fitted(stream)
+    again, _ = _fitted(stream)
+    for adapter in (once, again):
+        for t in range(6):
+            adapter.predict(stream.x_stream[t * BATCH : (t + 1) * BATCH])
+    rows = np.arange(0, 6 * BATCH, 3)
+    y = stream.y_stream
+    once.partial_fit(None, y[rows], rows=rows)
+    for _ in range(3):  # the whole feed again, each time
+        again.partial_fit(None, y[rows], rows=rows)
+    doubled = np.concatenate([rows[:10], rows[:10]])
+    again.partial_fit(stream.x_stream[doubled], y[doubled], rows=doubled)  # repeats in one call
+    again.save(tmp_path / "again.safetensors")
+    loaded = AdapTable.load(tmp_path / "again.safetensors", model=model)
+    loaded.partial_fit(None, y[rows], rows=rows)  # still recognised after load
+    for t in range(6, 12):
+        batch = stream.x_stream[t * BATCH : (t + 1) * BATCH]
+        expected = once.predict_proba(batch)
+        np.testing.assert_array_equal(again.predict_proba(batch), expected)
+        np.testing.assert_array_equal(loaded.predict_proba(batch), expected)
+    for adapter in (once, again, loaded):
+        report = adapter.report()
+        assert report["n_labelled"].iloc[-1] == len(rows)
+        assert report["realised_rows"].sum() == len(rows)
+    row = int(rows[0])
+    with pytest.raises(ValueError, match=f"row {row} was given two different labels"):
+        once.partial_fit(None, [1 - y[row]], rows=[row])
+    fresh = [row + 1, row + 1]  # not labelled yet: two labels for it in one call
+    with pytest.raises(ValueError, match=f"row {row + 1} was given two different labels, 0 and 1"):
+        once.partial_fit(None, [0, 1], rows=fresh)
+    once.partial_fit(None, [y[row + 2]], rows=[row + 2])  # a new row still counts
+    assert once.decider_.feedback.n_labelled == len(rows) + 1
+    assert once.report()["realised_rows"].sum() == len(rows) + 1
 
 
 def test_kept_scores_follow_the_kept_predictions_and_the_file() -> None:

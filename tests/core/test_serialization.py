@@ -132,6 +132,9 @@ def _set_param(key: str, value) -> Callable[[dict, dict], None]:
         ("isotonic", _retype("calibrator.knots_y.0", np.float64, descending=True), "calibrator"),
         ("gnn", lambda t, m: m["encoder"]["mean"].pop(), "encoder"),
         ("none", _set_meta("classes", ["b", "a"]), "classes"),
+        # the fit's DataFrame columns: distinct names
+        ("none", _set_meta("columns", ["a", "a"]), "columns"),
+        ("none", _set_meta("columns", "a"), "columns"),
     ],
 )
 def test_load_refuses_naming_the_field(
@@ -150,3 +153,22 @@ def test_unknown_format_and_foreign_file(saved, tmp_path, edited_copy) -> None:
     save_file({"x": np.zeros(2)}, str(other))
     with pytest.raises(ValueError, match="not a file written by AdapTable.save"):
         AdapTable.load(other)
+
+
+def test_load_refuses_a_model_of_other_classes(synthetic, tmp_path) -> None:
+    """The check of fit: the model's class j must be the file's class j."""
+    X = synthetic.train.X[synthetic.numerical].to_numpy()
+    names = np.where(synthetic.train.y == 1, "yes", "no")
+    AdapTable(calibrator="none", **{**FAST, "epochs": 1}).fit(
+        LogisticRegression().fit(X, names), X, names
+    ).save(tmp_path / "named.safetensors")
+    other = LogisticRegression().fit(X, np.where(names == "yes", "up", "down"))
+    with pytest.raises(ValueError, match="AdapTable.load: the model's classes_"):
+        AdapTable.load(tmp_path / "named.safetensors", model=other)
+    loaded = AdapTable.load(
+        tmp_path / "named.safetensors", model=LogisticRegression().fit(X, names)
+    )
+    assert (
+        loaded.predict(X[:4]).tolist()
+        == loaded.classes_[loaded.predict_proba(X[:4]).argmax(1)].tolist()
+    )

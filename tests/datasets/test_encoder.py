@@ -318,3 +318,105 @@ def test_from_dict_reads_the_saved_format() -> None:
     out = enc.transform(pd.DataFrame({"a": [3.0, np.nan], "c": ["q", "z"]}))
     np.testing.assert_array_equal(out, [[2.0, 0.0, 1.0], [-4.0, 0.0, 0.0]])
     assert json.loads(json.dumps(enc.to_dict())) == state
+
+
+def _unseen_warnings_per_batch(
+    enc: Encoder, batch: pd.DataFrame, batches: int, action: str = "default"
+) -> int:
+    """How many UnseenCategoryWarnings ``batches`` calls of ``enc.transform(batch)`` show under
+    the filter ``action``, each call inside its own ``catch_warnings()`` as pandas and
+    scikit-learn enter one on every call (which resets Python's once-per-location memory)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter(action)
+        for _ in range(batches):
+            with warnings.catch_warnings():
+                enc.transform(batch)
+    return sum(issubclass(w.category, UnseenCategoryWarning) for w in caught)
+
+
+def test_unseen_category_warns_once_per_encoder_and_cause(frame: pd.DataFrame) -> None:
+    import copy
+    import pickle
+    import warnings
+
+    enc = Encoder().fit(frame)
+    state = enc.to_dict()
+    new_text = frame.assign(colour=["green"] * 4, flag=["?"] * 4)
+    assert _unseen_warnings_per_batch(enc, new_text, 5) == 1
+    assert _unseen_warnings_per_batch(enc, new_text, 5) == 0
+    # Another cause (a missing value in a column fitted without any) warns once too.
+    missing = frame.assign(colour=["green", "red", "red", "red"], flag=[None] * 4)
+    assert _unseen_warnings_per_batch(enc, missing, 5) == 1
+    # Filters that show every warning, or raise it, still see every batch's.
+    assert _unseen_warnings_per_batch(enc, new_text, 3, action="always") == 3
+    for _ in range(2):
+        with warnings.catch_warnings(), pytest.raises(UnseenCategoryWarning):
+            warnings.simplefilter("error")
+            enc.transform(new_text)
+    # The memory is no part of the state; a copy starts without it and may warn once more.
+    assert enc.to_dict() == state
+    assert "_warned_causes" not in enc.__getstate__()
+    for again in (pickle.loads(pickle.dumps(enc)), copy.deepcopy(enc), copy.copy(enc)):
+        assert _unseen_warnings_per_batch(again, new_text, 3) == 1
+    assert _unseen_warnings_per_batch(Encoder.from_dict(state), new_text, 3) == 1
+    # A warning ignored when first raised was not seen: it shows once the filter lets it.
+    quiet = Encoder().fit(frame)
+    assert _unseen_warnings_per_batch(quiet, new_text, 2, action="ignore") == 0
+    assert _unseen_warnings_per_batch(quiet, new_text, 2) == 1
+
+
+def test_missing_category_value_is_named_as_missing_and_small_batches_are_counted() -> None:
+    enc = Encoder(numerical=["x"], categorical=["job"]).fit(
+        pd.DataFrame({"x": [1.0, 2.0, 3.0], "job": ["a", "b", "c"]})
+    )
+    row = pd.DataFrame({"x": [1.0], "job": [np.nan]})
+    with pytest.warns(UnseenCategoryWarning) as caught:
+        enc.transform(row)
+    message = str(caught[0].message)
+    assert message.startswith(
+        "Encoder: 1 of the 1 categorical value in this batch of 1 row was not seen at fit time "
+        "and is encoded as unknown; column 'job' holds missing values"
+    )
+    assert "type float" not in message and "type or format mismatch" not in message
+    assert "more than 50%" not in message
+    # A share is worded as such only from UNSEEN_WARNING_MIN_ROWS rows on.
+    for rows, share in ((19, False), (20, True)):
+        batch = pd.DataFrame({"x": [1.0] * rows, "job": [None] * rows})
+        with pytest.warns(UnseenCategoryWarning) as caught:
+            enc.transform(batch)
+        message = str(caught[0].message)
+        assert message.startswith("Encoder: more than 50% of this batch's") == share, message
+        assert (f"in this batch of {rows} rows were not seen" in message) != share, message
+        assert "'job' holds missing values" in message
+
+
+def test_non_numeric_cell_error_names_the_column_and_row(frame: pd.DataFrame) -> None:
+    enc = Encoder().fit(frame)
+    bad = frame.astype({"a": object, "b": object}).set_axis([10, 11, 12, 13])
+    bad.loc[12, "b"] = "N/A"
+    with pytest.raises(ValueError, match=r"^Numerical column 'b' must hold numbers, but row 12 "):
+        enc.transform(bad)
+    with pytest.raises(ValueError, match=r"column 'b' must hold numbers, but row 12 holds 'N/A'\."):
+        enc.encode(bad)
+    bad.loc[11, "a"] = ""
+    with pytest.raises(ValueError, match=r"columns 'a', 'b' must hold numbers, but row 11 of 'a'"):
+        enc.transform(bad)
+    # the first offending row of a long column, and at fit time
+    long = pd.DataFrame({"x": np.arange(100_000, dtype=object), "c": "p"})
+    long.loc[77_777, "x"] = "?"
+    long.loc[88_888, "x"] = "?"
+    with pytest.raises(ValueError, match=r"'x' must hold numbers, but row 77777 holds '\?'\."):
+        Encoder(numerical=["x"], categorical=["c"]).fit(long)
+
+
+def test_array_fitted_encoder_given_a_dataframe_says_it_reads_by_position() -> None:
+    enc = Encoder().fit(np.array([[1.0, 2.0], [3.0, 6.0]]))
+    named = pd.DataFrame({"p": [1.0], "q": [2.0]})
+    expected = r"Fitted on an array, so an array of 2 columns, read by position.*\('p', 'q'\)"
+    for method in (enc.transform, enc.encode):
+        with pytest.raises(ValueError, match=expected):
+            method(named)
+    # a DataFrame whose columns are the positions is read as before
+    np.testing.assert_allclose(enc.transform(pd.DataFrame([[3.0, 6.0]])), [[1.0, 1.0]])

@@ -67,6 +67,7 @@ class DriftLogState:
     _predictions: dict[int, np.ndarray]
     _logits: dict[int, np.ndarray]
     _believed: dict[int, np.ndarray]
+    _given: dict[int, np.ndarray]
     _residuals: ResidualSums
     _oldest: int
     _kept: int
@@ -111,6 +112,13 @@ class DriftLogState:
         per_row = {}
         for name, store in (("logits", self._logits), ("believed", self._believed)):
             per_row |= _kept_rows(name, store, self._predictions, c)
+        if self._given:  # the labels given by row id, -1 where none
+            per_row["given"] = np.concatenate(
+                [
+                    self._given.get(index, np.full(len(k), -1))
+                    for index, k in self._predictions.items()
+                ]
+            ).astype(np.int64)
         # NaN marks a value not computed; the file holds 0 there and a mask (checked readers
         # refuse NaN in a saved tensor)
         return (
@@ -205,12 +213,19 @@ class DriftLogState:
                     )
                 kept[name] = (values, mask)
         stores = {"logits": self._logits, "believed": self._believed}
+        # a file written before the given labels were kept holds none: repeats of its labels
+        # count as new
+        given = np.asarray(arrays.get("given", np.full(len(codes), -1)), dtype=np.int64)
+        if given.shape != codes.shape or given.min(initial=0) < -1 or given.max(initial=0) >= c:
+            raise ValueError("drift report: given labels must be one code (or -1) per kept row.")
         offset = 0
         for position, (index, rows) in enumerate(enumerate(kept_rows, start=oldest)):
             self._predictions[index] = codes[offset : offset + rows].astype(np.int16)
             for name, (values, mask) in kept.items():
                 if mask[position]:
                     stores[name][index] = values[offset : offset + rows].copy()
+            if (given[offset : offset + rows] >= 0).any():
+                self._given[index] = given[offset : offset + rows].astype(np.int16)
             offset += rows
         self._residuals.restore(arrays, n)
         self._oldest, self._kept = oldest, len(codes)

@@ -122,6 +122,9 @@ class DriftLog(DriftLogState):
         self._logits: dict[int, np.ndarray] = {}
         #: the posteriors the adapter believed for the same rows (the label-corrected columns)
         self._believed: dict[int, np.ndarray] = {}
+        #: the label codes given by row id for the same rows, -1 where none (only batches that
+        #: received one): a label sent again is recognised
+        self._given: dict[int, np.ndarray] = {}
         self._residuals.reset()
         self._oldest = 0
         self._kept = 0
@@ -262,6 +265,7 @@ class DriftLog(DriftLogState):
             self._kept -= len(self._predictions.pop(self._oldest))
             self._logits.pop(self._oldest, None)
             self._believed.pop(self._oldest, None)
+            self._given.pop(self._oldest, None)
             self._oldest += 1
 
     def kept_logits(self, row_ids: np.ndarray) -> np.ndarray:
@@ -312,11 +316,58 @@ class DriftLog(DriftLogState):
     def check_ids(self, row_ids: np.ndarray) -> None:
         """Raise ``ValueError`` unless every id names a row predicted so far."""
         row_ids = np.asarray(row_ids, dtype=np.int64)
+        if len(row_ids) and self.n_rows == 0:
+            raise ValueError(
+                "row ids must name rows already predicted; no row has been predicted since fit "
+                "/ reset yet."
+            )
         if len(row_ids) and (row_ids.min() < 0 or row_ids.max() >= self.n_rows):
             raise ValueError(
                 f"row ids must name rows already predicted, 0 .. {self.n_rows - 1} since fit / "
                 f"reset; got ids from {row_ids.min()} to {row_ids.max()}."
             )
+
+    def new_labels(
+        self, row_ids: np.ndarray, labels: np.ndarray, classes: Any = None
+    ) -> np.ndarray:
+        """Which of the labels given by row id are new: a mask (n,) that drops the repeats of
+        a label already given for its row (earlier, or earlier in the same call), so that a
+        feed which sends a label twice counts it once. Rows older than the kept predictions
+        (``prediction_rows``) cannot be checked and count as new. Changes nothing.
+        ``classes`` names the label codes in the error (default: the codes).
+
+        Raises:
+            ValueError: an id naming no row predicted so far, or a row given two different
+                labels (in this call, or one earlier and one now): a row has one label.
+        """
+        row_ids = np.asarray(row_ids, dtype=np.int64)
+        labels = np.asarray(labels, dtype=np.int64)
+        self.check_ids(row_ids)
+        fresh = np.ones(len(row_ids), dtype=bool)
+        if not len(row_ids):
+            return fresh
+        # repeats within the call: the first of each id is the one kept
+        unique, first, inverse = np.unique(row_ids, return_index=True, return_inverse=True)
+        if len(unique) < len(row_ids):
+            clash = labels != labels[first][inverse]
+            if clash.any():
+                at = int(np.flatnonzero(clash)[0])
+                raise _conflict(int(row_ids[at]), labels[first][inverse][at], labels[at], classes)
+            fresh[:] = False
+            fresh[first] = True
+        for index, part, offsets in self._by_batch(row_ids):
+            given = self._given.get(index)
+            if given is None:
+                continue
+            before = given[offsets]
+            known = before >= 0
+            clash = known & (before != labels[part])
+            if clash.any():
+                at = int(np.flatnonzero(clash)[0])
+                row, new = int(row_ids[part][at]), labels[part][at]
+                raise _conflict(row, before[at], new, classes)
+            fresh[part[known]] = False
+        return fresh
 
     def learn(
         self, row_ids: np.ndarray, labels: np.ndarray, source_predictions: np.ndarray
@@ -344,6 +395,10 @@ class DriftLog(DriftLogState):
             if codes is None:  # predictions no longer kept: the labels still teach the adapter
                 self.unscored += len(part)
                 continue
+            given = self._given.get(index)
+            if given is None:
+                given = self._given[index] = np.full(len(codes), -1, dtype=np.int16)
+            given[offsets] = labels[part]
             record = self._batches[index]
             if record.realised is None:
                 record.realised = np.zeros((2, self.n_classes, self.n_classes))
@@ -515,3 +570,16 @@ def _scores(matrices: np.ndarray, objective: str) -> np.ndarray:
     values = np.asarray(score(flat[None], objective), dtype=np.float64)[0]
     values[flat.sum(axis=(1, 2)) <= 0] = np.nan
     return values.reshape(matrices.shape[:-2])
+
+
+def _conflict(row: int, first: Any, second: Any, classes: Any) -> ValueError:
+    """The error for a row given two different labels (codes, named by ``classes``)."""
+    first, second = int(first), int(second)
+    if classes is not None:  # the user's labels, as Python values (numpy's repr is noisy)
+        first, second = (
+            getattr(c, "item", lambda c=c: c)() for c in (classes[first], classes[second])
+        )
+    return ValueError(
+        f"adaptable: row {row} was given two different labels, {first!r} and {second!r}; a "
+        "row has one label, and a label once given is kept."
+    )

@@ -56,7 +56,7 @@ import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -116,6 +116,7 @@ class DriftSummary:
         tolerance: the drop accepted before the verdict says ``"degraded"``.
         deviations: how many deviations a verdict needs.
         verdict: one of :data:`VERDICTS`.
+        classes: the labels the distributions' entries stand for (``None``: 0 .. C - 1).
     """
 
     objective: str
@@ -139,6 +140,7 @@ class DriftSummary:
     tolerance: float
     deviations: float
     verdict: str
+    classes: tuple | None = None
 
     def as_dict(self) -> dict[str, object]:
         """The fields as plain Python values for JSON: arrays as lists, NaN as None."""
@@ -146,6 +148,8 @@ class DriftSummary:
         for key, value in dataclasses.asdict(self).items():
             if isinstance(value, np.ndarray):
                 value = [None if math.isnan(v) else v for v in value.tolist()]
+            elif isinstance(value, tuple):
+                value = list(value)
             elif isinstance(value, float) and math.isnan(value):
                 value = None
             fields[key] = value
@@ -166,8 +170,8 @@ class DriftSummary:
             f"{self.labelled_rows:,} labelled by row id.",
             f"  the stream since reset: "
             f"{'feature shift detected' if self.shift_detected else 'no feature shift detected'}"
-            f"; label distribution {_shares(self.target_prior)} (source "
-            f"{_shares(self.source_prior)}{significant}).",
+            f"; label distribution {_shares(self.target_prior, self.classes)} (source "
+            f"{_shares(self.source_prior, self.classes)}{significant}).",
             reference,
             f"  {metric} here ({self.estimate_kind}): adapter {_points(self.estimate)}"
             f"{_pm(self.estimate_sd)}, unadapted model {_points(self.source_estimate)}.",
@@ -224,6 +228,7 @@ def summarise(
     deviations: float = 2.0,
     reference: float | None = None,
     source_prior: np.ndarray | None = None,
+    classes: Any = None,
 ) -> DriftSummary:
     """The :class:`DriftSummary` of ``log``'s batches (the last ``last_batches`` of them, all
     by default).
@@ -237,6 +242,7 @@ def summarise(
             signed off at validation, say); None: the unadapted model's objective on the
             held-out source rows, with its deviation.
         source_prior: the source label distribution (C,) to show beside the estimate.
+        classes: the labels of the C classes, to name the distributions' entries.
 
     Raises:
         ValueError: no batch adapted yet; ``last_batches`` not a whole number >= 1; a
@@ -312,7 +318,13 @@ def summarise(
         tolerance=float(tolerance),
         deviations=float(deviations),
         verdict=verdict,
+        classes=None if classes is None else tuple(_plain(k) for k in classes),
     )
+
+
+def _plain(label: Any) -> Any:
+    """A label as a Python value (numpy scalars print and serialise noisily)."""
+    return label.item() if isinstance(label, np.generic) else label
 
 
 def _points(value: float) -> str:
@@ -323,7 +335,9 @@ def _pm(sd: float) -> str:
     return "" if not np.isfinite(sd) else f" ± {100 * sd:.1f}"
 
 
-def _shares(prior: np.ndarray) -> str:
+def _shares(prior: np.ndarray, classes: tuple | None = None) -> str:
     if not np.isfinite(prior).all():
         return "unknown"
-    return "[" + ", ".join(f"{p:.2f}" for p in prior) + "]"
+    if classes is None:
+        return "[" + ", ".join(f"{p:.2f}" for p in prior) + "]"
+    return "[" + ", ".join(f"{k}: {p:.2f}" for k, p in zip(classes, prior, strict=True)) + "]"

@@ -9,6 +9,7 @@ states (:mod:`~adaptable.core.serialization`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +20,8 @@ import torch
 
 from adaptable.core.calibrators import CALIBRATORS, fit_calibrator
 from adaptable.core.deciders import CalibratedBatch, Decision
-from adaptable.core.interface import SourceData, TestTimeMethod
+from adaptable.core.fitted_columns import FittedColumns
+from adaptable.core.interface import SourceData, TestTimeMethod, check_model_classes
 from adaptable.core.label_handler import source_prior
 from adaptable.core.late_labels import LateLabels
 from adaptable.core.model_adapter import as_logit_function, checked_logits
@@ -110,6 +112,10 @@ class AdapTable(LateLabels, TestTimeMethod):
     Attributes (after fit):
         classes_, n_classes_, source_prior_: the labels (sorted), C, and p_s.
         encoder_: the Encoder the parts read the batches through (``None`` where none does).
+        columns_: fitted on a DataFrame: its columns
+            (:class:`~adaptable.core.fitted_columns.FittedColumns`); every later DataFrame
+            reaches the model with these columns in this order, found by name (extra columns
+            left out; a missing one is refused); ``None`` after a fit on arrays.
         calibrator_, decider_: the fitted parts.
         temperature_: T of the paper's quantile rule (``None`` in the default preset).
         post_training_: g_phi's post-training report (``None`` without one).
@@ -125,6 +131,8 @@ class AdapTable(LateLabels, TestTimeMethod):
     name = "adaptable"
     updates_parameters = False
     _parameter_constraints = PARAMETER_CONSTRAINTS
+    # (objects pickled before fit kept the columns read batches as given)
+    columns_: FittedColumns | None = None
 
     def __init__(
         self,
@@ -198,6 +206,10 @@ class AdapTable(LateLabels, TestTimeMethod):
             raise ValueError("adaptable: fit needs the source rows X_source and labels y_source.")
         if (source.X_valid is None) != (source.y_valid is None):
             raise ValueError("adaptable: pass X_valid and y_valid together, or neither.")
+        self.columns_ = FittedColumns.of(source.X)
+        if self.columns_ is not None and source.X_valid is not None:
+            valid = self.columns_.conform(source.X_valid, "X_valid")
+            source = dataclasses.replace(source, X_valid=valid)
         self._logit_function = as_logit_function(model, self.output)
         shared = shared_encoder(model, params)
         logits = self._logit_function(source.X)
@@ -229,6 +241,15 @@ class AdapTable(LateLabels, TestTimeMethod):
         self._last: tuple[Decision, np.ndarray] | None = None
         self._n_batches = 0
 
+    def _check_batch(self, X_batch: Any) -> int:
+        n_rows = super()._check_batch(X_batch)
+        if type(X_batch).__module__.startswith("scipy.sparse"):  # the Encoder reads no matrix
+            raise ValueError(
+                f"{self.name}: X_batch is a scipy sparse matrix; pass its dense rows "
+                "(X_batch.toarray()) or a DataFrame, as at fit."
+            )
+        return n_rows
+
     def predict_proba(self, X_batch: Any, *, oracle_labels: Any = None) -> np.ndarray:
         """Adapt to one test batch and return its probabilities, (n, C) in ``classes_`` order.
 
@@ -246,6 +267,8 @@ class AdapTable(LateLabels, TestTimeMethod):
         self._check_batch(X_batch)
         # Encoded once, before the model sees the batch: a wrong table fails with the Encoder's
         # message rather than deep inside the model; a model sharing the Encoder reuses it.
+        if self.columns_ is not None:
+            X_batch = self.columns_.conform(X_batch, "X_batch")
         encoded = self.encoder_.encode(X_batch) if self._needs_features else None
         if encoded is not None and self._encoded_logits is not None:
             logits = checked_logits(self._encoded_logits(encoded), self.n_classes_)
@@ -353,15 +376,19 @@ class AdapTable(LateLabels, TestTimeMethod):
         Raises:
             ValueError: the file is not an AdapTable file, was written by a later minor version,
                 or a field is missing, malformed or disagrees with another (the message names
-                the file and the field).
+                the file and the field); or ``model`` names classes (``classes_``) other than
+                the file's.
             IsADirectoryError: ``path`` is a folder.
         """
         saved: SavedAdapTable = read(cls, path)
+        if model is not None:  # the check of fit: column j must be class j of the file
+            check_model_classes(model, saved.classes, "AdapTable.load")
         method = cls(**{**saved.params, **({} if output is None else {"output": output})})
         method._logit_function = None if model is None else as_logit_function(model, method.output)
         method.n_classes_, method.classes_ = len(saved.classes), saved.classes
         method.source_prior_, method.encoder_ = saved.source_prior, saved.encoder
         method.calibrator_, method.decider_ = saved.calibrator, saved.decider
+        method.columns_ = None if saved.columns is None else FittedColumns(saved.columns)
         method._start(None)
         return method
 

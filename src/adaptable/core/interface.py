@@ -102,7 +102,7 @@ class TestTimeMethod(ClassifierMixin, BaseEstimator, ABC):
             {"y_source": (y_source, X_source), "y_valid": (y_valid, X_valid)}, self.name
         )
         if classes is not None:
-            _check_model_classes(model, classes, self.name)
+            check_model_classes(model, classes, self.name)
         self._fit(model, SourceData(X_source, codes["y_source"], X_valid, codes["y_valid"]))
         n_classes = getattr(self, "n_classes_", None)
         if classes is not None and n_classes is not None and n_classes != len(classes):
@@ -179,6 +179,13 @@ class TestTimeMethod(ClassifierMixin, BaseEstimator, ABC):
         y = column_or_1d(y, warn=True)
         if self.classes_ is None:
             return y.astype(np.int64)
+        missing = np.flatnonzero(pd.isna(y)) if y.dtype.kind in "fcOUSM" else ()
+        if len(missing):  # before the search, which fails or calls a gap an unseen label
+            raise ValueError(
+                f"{self.name}: {what} holds {len(missing)} missing label(s) (NaN, None or NA), "
+                f"first at position {missing[0]}; leave out the rows whose labels are not known "
+                "yet."
+            )
         codes = np.searchsorted(self.classes_, y)
         known = (codes < len(self.classes_)) & (
             self.classes_[np.minimum(codes, len(self.classes_) - 1)] == y
@@ -213,6 +220,14 @@ def _encode_labels(
                 f"{owner}: {what} holds {missing.size} missing label(s) (NaN, None or NA), "
                 f"first at row {missing[0]}; drop those rows or give them a label."
             )
+        if y.dtype == object:  # scikit-learn calls a mix "Unknown label type: unknown"
+            text = np.array([isinstance(v, str) for v in y])
+            if text.any() and not text.all():
+                number, word = y[~text][0], y[text][0]
+                raise ValueError(
+                    f"{owner}: {what} mixes strings and other labels (e.g. {number!r} and "
+                    f"{word!r}); give every label the same type."
+                )
         try:
             check_classification_targets(y)
             check_consistent_length(X, y)
@@ -238,7 +253,7 @@ def _encode_labels(
     return classes, codes
 
 
-def _check_model_classes(model: Any, classes: np.ndarray, owner: str) -> None:
+def check_model_classes(model: Any, classes: np.ndarray, owner: str) -> None:
     """A model that names its classes (scikit-learn's ``classes_``) must name these ones.
 
     Its probability columns are then in the order of ``classes``. A model trained on the codes

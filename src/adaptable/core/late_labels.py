@@ -21,10 +21,14 @@ from adaptable.core.model_adapter import checked_logits
 if TYPE_CHECKING:
     import torch
 
+    from adaptable.core.fitted_columns import FittedColumns
+
 
 class LateLabels:
     """``partial_fit``, ``partial_fit_logits``, ``report`` and ``drift_summary``, mixed into
     AdapTable."""
+
+    columns_: FittedColumns | None
 
     def partial_fit(self, X: Any, y: Any, *, rows: Any = None) -> Self:
         """Labels of target rows that were predicted earlier (default preset).
@@ -48,15 +52,19 @@ class LateLabels:
                 next one n_1 .. n_1 + n_2 - 1; :meth:`report`'s ``first_row`` shows them).
                 With ids the labels are also scored against the predictions made for those
                 rows (the report's ``realised_*`` columns); rows re-presented by value cannot
-                be matched otherwise.
+                be matched otherwise. A label sent again for the same row id (a retry, or a
+                feed that sends every label it knows each time) counts once; rows older than
+                the last 65,536 cannot be checked for repeats.
 
         Returns:
             self.
 
         Raises:
             ValueError: the paper preset (it has no use for labels), a label outside
-                ``classes_``, a length mismatch, an id naming no row predicted so far, or
-                ``X=None`` without ``rows`` or for rows whose scores are no longer kept.
+                ``classes_``, a length mismatch, an id naming no row predicted so far, a row
+                id given two different labels (in this call or across calls), or ``X=None``
+                without ``rows`` or for rows whose scores are no longer kept. Nothing is
+                learnt from a call that raises.
 
         Example:
             >>> method.predict(X_batch)              # doctest: +SKIP
@@ -85,6 +93,8 @@ class LateLabels:
         if len(codes) == 0:
             return self  # no labels arrived: nothing to learn
         n_rows = self._check_batch(X)
+        if self.columns_ is not None:
+            X = self.columns_.conform(X, "X")
         if n_rows != len(codes):
             raise ValueError(f"adaptable: X has {n_rows} rows but y has {len(codes)} labels.")
         if self._encoded_logits is not None:
@@ -116,12 +126,14 @@ class LateLabels:
 
     def _learn(self, logits: np.ndarray, codes: np.ndarray, rows: Any) -> Self:
         ids = None if rows is None else self._row_ids(rows, codes)
-        self.decider_.learn(logits, codes, ids)
+        self.decider_.learn(logits, codes, ids, classes=self.classes_)
         return self
 
     @staticmethod
     def _row_ids(rows: Any, codes: np.ndarray) -> np.ndarray:
         ids = np.asarray(rows)
+        if ids.size == 0 and ids.shape == codes.shape:
+            return ids.astype(np.int64)  # an empty list is no labels (numpy reads it as floats)
         if ids.shape != codes.shape or not np.issubdtype(ids.dtype, np.integer):
             raise ValueError(
                 f"adaptable: rows must be {len(codes)} integer row ids, one per label."
@@ -181,6 +193,7 @@ class LateLabels:
             deviations=deviations,
             reference=reference,
             source_prior=self.source_prior_,
+            classes=self.classes_,
         )
 
     def _drift_log(self, caller: str) -> DriftLog:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -84,16 +84,28 @@ class LabelledRows:
             seed=seed,
         )
 
-    def learn(self, logits: np.ndarray, labels: np.ndarray, rows: np.ndarray | None) -> None:
+    def learn(
+        self,
+        logits: np.ndarray,
+        labels: np.ndarray,
+        rows: np.ndarray | None,
+        classes: Any = None,
+    ) -> None:
         """Labelled target rows: their logits (n, C), label codes (n,) and, where known, row
         ids (positions in the stream since fit / reset, for the report's realised columns).
 
         The rows enter the labelled-rows evidence only: the shift test and the unlabelled
-        estimate saw them when they were predicted. O(n). Ids that name no predicted row are
-        refused (``ValueError``) before anything is learnt.
+        estimate saw them when they were predicted. O(n). A label sent again for a row that
+        has it already is left out (:meth:`~adaptable.core.drift_report.DriftLog.new_labels`).
+        Ids that name no predicted row, or a row given two different labels, are refused
+        (``ValueError``, the labels named by ``classes``) before anything is learnt.
         """
         if rows is not None:
-            self.drift_log.check_ids(rows)
+            fresh = self.drift_log.new_labels(rows, labels, classes)
+            if not fresh.all():
+                logits, labels, rows = logits[fresh], labels[fresh], rows[fresh]
+            if not len(labels):
+                return
         self.feedback.add(floored_log(softmax(logits)), labels)
         if rows is not None:
             self.drift_log.learn(rows, labels, logits.argmax(axis=1))

@@ -12,7 +12,8 @@ File layout (format ``adaptable.AdapTable/2``; ``/1`` files hold the paper's alg
   ``category_mean``); the paper decider's ``online_prior``; the recommended decider's
   ``shift_test.*``, ``prior_estimate.*``, ``expected_confusion``;
 - metadata: ``format``, ``version``, ``params``, ``n_classes``, ``calibrator`` (its name),
-  ``classes`` (labels other than 0..C-1), ``encoder``; g_phi's ``layout``; the deciders'
+  ``classes`` (labels other than 0..C-1), ``encoder``, ``columns`` (the DataFrame columns of
+  fit); g_phi's ``layout``; the deciders'
   ``temperature``, and the recommended decider's ``rule`` and ``seed``.
 """
 
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from adaptable.core.calibrators import CALIBRATORS, calibrator_state, load_calibrator
 from adaptable.core.parts import LoadContext
@@ -49,6 +51,8 @@ class SavedAdapTable:
     encoder: Any
     calibrator: Any
     decider: Any
+    #: the DataFrame columns of fit, where the file names them
+    columns: pd.Index | None = None
 
 
 def write(method: Any, path: str | os.PathLike[str]) -> None:
@@ -76,6 +80,10 @@ def write(method: Any, path: str | os.PathLike[str]) -> None:
     }
     if method.encoder_ is not None:
         meta["encoder"] = method.encoder_.to_dict()
+    columns = getattr(method, "columns_", None)
+    names = None if columns is None else columns.to_list()
+    if names is not None:
+        meta["columns"] = names
     # Labels other than the integer column indices 0..C-1 (e.g. 'no' / 'yes', or False / True,
     # which compare equal to 0 / 1 but must come back as booleans) are saved with the file.
     classes = method.classes_
@@ -167,7 +175,19 @@ def _read_parts(reader: StateReader, cls: type) -> SavedAdapTable:
     calibrator = load_calibrator(expected, context)
     decider = decider_class.from_state(context)
     reader.no_unexpected_tensors()
-    return SavedAdapTable(params, classes, prior, encoder, calibrator, decider)
+    return SavedAdapTable(params, classes, prior, encoder, calibrator, decider, _columns(reader))
+
+
+def _columns(reader: StateReader) -> pd.Index | None:
+    """The fit's DataFrame columns (metadata ``columns``), or ``None`` where the file holds
+    none (fitted on arrays, on names JSON cannot hold, or written before they were saved)."""
+    if "columns" not in reader.meta:
+        return None
+    names = reader.field("columns", list)
+    kinds = all(isinstance(n, str) or isinstance(n, int) and not isinstance(n, bool) for n in names)
+    if not names or not kinds or len(set(names)) != len(names):
+        raise reader.error("columns", "must be distinct column names (strings or integers)")
+    return pd.Index(names)
 
 
 def _params(reader: StateReader, cls: type) -> dict[str, Any]:

@@ -55,14 +55,28 @@ def _pyplot() -> Any:
 
 
 def report_classes(report: pd.DataFrame) -> list[str]:
-    """The class names of a report (from its ``prior_<class>`` columns)."""
+    """The class names of a report, in its column order: each class has the columns
+    ``prior_<class>``, ``prior_<class>_low`` and ``prior_<class>_high``; the interval's columns
+    say which are classes, since a class may itself be called ``low`` or end in ``_high``.
+
+    >>> report_classes(pd.DataFrame(columns=["prior_statistic", "prior_high", "prior_high_low",
+    ...     "prior_high_high", "prior_low", "prior_low_low", "prior_low_high"]))
+    ['high', 'low']
+    """
+    columns = set(report.columns)
     return [
         column.removeprefix("prior_")
         for column in report.columns
         if column.startswith("prior_")
-        and not column.endswith(("_low", "_high"))
+        and {f"{column}_low", f"{column}_high"} <= columns
         and column not in ("prior_statistic", "prior_critical", "prior_rejects", "prior_total")
     ]
+
+
+def _legend(ax: Any) -> None:
+    """A legend where the panel has labelled lines (matplotlib warns on an empty one)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize="small", loc="best")
 
 
 def plot_drift_report(
@@ -113,7 +127,7 @@ def plot_drift_report(
             label="unadapted model, held-out source rows",
         )  # fmt: skip
     performance.set_ylabel(f"{objective} so far (%)")
-    performance.legend(fontsize="small", loc="best")
+    _legend(performance)
     classes = report_classes(report)
     shown = classes if len(classes) > 2 else classes[1:]  # two classes: one says it all
     for k, name in enumerate(shown):
@@ -137,7 +151,7 @@ def plot_drift_report(
             index = classes.index(name)
             prior.plot(batch, true_shares[:, index], ":", color=colour, label="true share")
     prior.set_ylabel("target label share")
-    prior.legend(fontsize="small", loc="best")
+    _legend(prior)
     # ratios on a log axis, floored so that a statistic near 0 stays on it
     shift = np.maximum(report["shift_statistic"] / report["shift_threshold"], 1e-2)
     tests.plot(batch, shift, label="moment test z / threshold")
@@ -146,7 +160,7 @@ def plot_drift_report(
     tests.axhline(1.0, color="k", linewidth=0.8)
     tests.set_yscale("log")
     tests.set_ylabel("statistic / threshold")
-    tests.legend(fontsize="small", loc="best")
+    _legend(tests)
     names = list(dict.fromkeys(report["rule"]))
     rules.step(batch, [names.index(r) for r in report["rule"]], where="post")
     rules.set_yticks(range(len(names)), names, fontsize="small")

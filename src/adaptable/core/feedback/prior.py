@@ -164,17 +164,22 @@ def unlabelled_worth(
         return 0.0
     pi = np.clip(np.asarray(estimate, dtype=np.float64), 1e-12, None)
     pi = pi / pi.sum()
-    ratio = q / np.asarray(source_prior, dtype=np.float64)
-    mixture = np.maximum(ratio @ pi, 1e-300)
-    free = (ratio[:, :-1] - ratio[:, -1:]) / mixture[:, None]  # d log m_i / d pi_k, (n, C - 1)
-    information = row_weight * free.T @ free
-    # the covariance of all C coordinates: the last is minus the sum of the others
-    try:
-        covariance_free = np.linalg.inv(information)
-    except np.linalg.LinAlgError:
-        return 0.0
-    basis = np.vstack([np.eye(len(pi) - 1), -np.ones((1, len(pi) - 1))])
-    variance = np.diag(basis @ covariance_free @ basis.T)
+    # Posteriors that are hard 0 / 1 (a fully grown tree) can make a slope overflow: the
+    # information is then not finite, and the estimate is worth nothing (checked below).
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        ratio = q / np.asarray(source_prior, dtype=np.float64)
+        mixture = np.maximum(ratio @ pi, 1e-300)
+        free = (ratio[:, :-1] - ratio[:, -1:]) / mixture[:, None]  # d log m_i / d pi_k
+        information = row_weight * free.T @ free
+        if not np.all(np.isfinite(information)):
+            return 0.0
+        # the covariance of all C coordinates: the last is minus the sum of the others
+        try:
+            covariance_free = np.linalg.inv(information)
+        except np.linalg.LinAlgError:
+            return 0.0
+        basis = np.vstack([np.eye(len(pi) - 1), -np.ones((1, len(pi) - 1))])
+        variance = np.diag(basis @ covariance_free @ basis.T)
     if np.any(variance <= 0) or not np.all(np.isfinite(variance)):
         return 0.0
     return float(max(np.min(pi * (1.0 - pi) / variance) - 1.0, 0.0))
