@@ -351,6 +351,31 @@ def test_without_labels_the_anchor_decides_exactly() -> None:
     assert feedback.decide(rules, 1).rule is rules[1]
 
 
+def test_the_rules_are_compared_again_only_when_the_rows_have_grown() -> None:
+    """Between comparisons the last choice stands: a new one is due once the labelled rows or
+    the stream's rows grew by ``recheck_growth`` (10 %), or the candidates changed; the
+    schedule survives ``arrays`` / ``restore``. Without ``stream_rows`` every call compares."""
+    feedback = _feedback()
+    rules = standard_rules(np.array([0.75, 0.25]), np.array([0.5, 0.5]))
+    feedback.add(*_rows(20, seed=3))
+    compared = []
+    for rows in range(1000, 1200, 20):  # the stream grows, the labels do not
+        compared.append(feedback.decide(rules, 0, stream_rows=rows).comparison is not None)
+    assert compared == [True] + [False] * 4 + [True] + [False] * 4  # 1000, then 1100 rows
+    chosen = feedback.decide(rules, 0, stream_rows=1200).rule
+    feedback.add(*_rows(1, seed=4))  # 21 labels: below 22
+    assert feedback.decide(rules, 0, stream_rows=1200).comparison is None
+    feedback.add(*_rows(1, seed=5))  # 22: grown by 10 %
+    assert feedback.decide(rules, 0, stream_rows=1200).comparison is not None
+    fewer = rules[:2] if chosen is not rules[2] else [rules[0], rules[2]]
+    assert feedback.decide(fewer, 0, stream_rows=1200).comparison is not None  # other rules
+    restored = _feedback()
+    restored.restore(feedback.arrays())
+    for follower in (feedback, restored):
+        assert follower.decide(fewer, 0, stream_rows=1210).comparison is None
+    assert feedback.decide(fewer, 0).comparison is not None  # stream_rows=0: every call
+
+
 def test_a_label_never_changes_its_own_rows_prediction() -> None:
     feedback = _feedback()
     rules = [ScoreRule("argmax", np.zeros(2)), ScoreRule("always_1", np.array([0.0, 50.0]))]

@@ -211,6 +211,7 @@ class LabelledRows:
             base_offset=np.log(target / source) if label_shift else no_shift,
             decide_on=floored_log(reservoir),
             stream=self._stream_evidence(reservoir, target, moment_accepts),
+            stream_rows=estimate.n_seen,
         )
         proba = decision.proba
         if chosen.index != anchor:

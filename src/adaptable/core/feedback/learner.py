@@ -87,6 +87,11 @@ class LabelledFeedback:
         correction_rows: labelled rows before a score correction is fitted and considered.
         refit_growth: the correction is refitted once the labelled rows have grown by this
             factor since the last fit (so refits cost O(log n) fits over a stream).
+        recheck_growth: the rules are compared again (:meth:`decide`) once the labelled rows
+            or the stream's rows have grown by this factor since the last comparison, or the
+            candidate rules changed; in between the last choice stands (the comparison, a
+            bootstrap over every kept row, costs milliseconds: once per batch it cost several
+            times the model's own inference).
         seed: seeds the reservoir, the bootstrap and the folds.
     """
 
@@ -103,14 +108,17 @@ class LabelledFeedback:
         min_labelled_alone: int | None = None,
         correction_rows: int = 30,
         refit_growth: float = 1.1,
+        recheck_growth: float = 1.1,
         seed: int = 0,
     ) -> None:
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}; got {objective!r}.")
         if not 0.5 <= evidence <= 1.0:
             raise ValueError(f"evidence must lie in [0.5, 1]; got {evidence!r}")
-        if heldout_worth < 0 or stream_worth < 0 or refit_growth < 1.0:
-            raise ValueError("heldout_worth, stream_worth must be >= 0 and refit_growth >= 1.")
+        if heldout_worth < 0 or stream_worth < 0 or refit_growth < 1.0 or recheck_growth < 1.0:
+            raise ValueError(
+                "heldout_worth, stream_worth must be >= 0 and refit_growth, recheck_growth >= 1."
+            )
         self.source_prior = np.asarray(source_prior, dtype=np.float64)
         self.n_classes = len(self.source_prior)
         self.objective = objective
@@ -122,6 +130,7 @@ class LabelledFeedback:
         self.min_labelled_alone = max(self.min_labelled, alone)
         self.correction_rows = max(int(correction_rows), 5)
         self.refit_growth = float(refit_growth)
+        self.recheck_growth = float(recheck_growth)
         self.seed = int(seed)
         self.reservoir = LabelledReservoir(self.n_classes, capacity, seed)
         self._heldout_scores = np.zeros((0, self.n_classes))
@@ -155,6 +164,8 @@ class LabelledFeedback:
         self._fitted_positions = np.zeros(0, dtype=np.int64)
         #: the name of the rule the labels chose last (the incumbent of the next choice)
         self._last_rule: str | None = None
+        #: the last comparison's labelled rows, stream rows and candidate rules' names
+        self._compared: tuple[int, int, tuple[str, ...]] = (0, 0, ())
 
     def add(self, log_posteriors: np.ndarray, labels: np.ndarray) -> None:
         """Labelled target rows: their log-posteriors as scored when predicted (n, C), codes."""
@@ -218,9 +229,11 @@ class LabelledFeedback:
         base_offset: np.ndarray | None = None,
         decide_on: np.ndarray | None = None,
         stream: tuple[np.ndarray, np.ndarray] | None = None,
+        stream_rows: int = 0,
         safe: int = 0,
     ) -> FeedbackDecision:
-        """The rule for the next batch.
+        """The rule for the next batch: the labels' last choice where it is due no new
+        comparison (``recheck_growth``), else the one a comparison of the rules chooses.
 
         Args:
             rules: the candidate rules (rule ``safe`` the model's argmax).
@@ -234,10 +247,13 @@ class LabelledFeedback:
                 log-posteriors as the rules read them (m, C), and the posteriors the decider
                 believes for them (m, C), replaced by the score correction's once one is
                 fitted; ``None`` leaves them out.
+            stream_rows: the stream's rows so far (a new comparison is due as it grows); 0,
+                the default, compares at every call.
             safe: index of the model's argmax among ``rules``.
 
         Returns:
-            :class:`FeedbackDecision`; the anchor while fewer than ``min_labelled`` labels.
+            :class:`FeedbackDecision` (its ``comparison`` ``None`` where none was made); the
+            anchor while fewer than ``min_labelled`` labels.
         """
         rules = tuple(rules)
         if self.reservoir.n_seen < self.min_labelled:
@@ -248,6 +264,11 @@ class LabelledFeedback:
         heldout = [rule.predict(self._heldout_scores) for rule in rules]
         if correction is not None:
             rules = (*rules, correction.rule)
+        names = tuple(rule.name for rule in rules)
+        if not self._comparison_due(names, stream_rows):
+            index = names.index(self._last_rule)
+            return FeedbackDecision(rules[index], index, rules, None)
+        if correction is not None:
             labelled.append(self._correction_decisions(correction))
             heldout.append(correction.rule.predict(self._heldout_scores))
         stream_predictions = stream_posteriors = None
@@ -276,7 +297,6 @@ class LabelledFeedback:
         )
         # Once the labels have chosen, their last choice is the incumbent: a rule changes only
         # where the evidence says so, not whenever the draws wobble around a threshold.
-        names = [rule.name for rule in rules]
         incumbent = names.index(self._last_rule) if self._last_rule in names else anchor
         alone = comparison.stream_worth == 0.0
         index = choose_rule(
@@ -287,7 +307,24 @@ class LabelledFeedback:
             min_labelled=self.min_labelled_alone if alone else self.min_labelled,
         )
         self._last_rule = names[index]
+        self._compared = (store.n_seen, int(stream_rows), names)
         return FeedbackDecision(rules[index], index, rules, comparison)
+
+    def _comparison_due(self, names: tuple[str, ...], stream_rows: int) -> bool:
+        """Whether :meth:`decide` compares the rules again: no choice yet or not among
+        ``names``, other candidates than last time, the labelled or stream rows grown by
+        ``recheck_growth`` (or no stream rows given), or the labelled rows past
+        ``min_labelled_alone`` since."""
+        n = self.reservoir.n_seen
+        labelled, rows, compared_names = self._compared
+        return (
+            self._last_rule not in names
+            or names != compared_names
+            or n >= labelled * self.recheck_growth
+            or stream_rows <= 0
+            or stream_rows >= rows * self.recheck_growth
+            or labelled < self.min_labelled_alone <= n
+        )
 
     # ------------------------------------------------------------------ state
     def arrays(self) -> dict[str, np.ndarray]:
@@ -298,6 +335,9 @@ class LabelledFeedback:
         state["fitted_n"] = np.array([self._fitted_n], dtype=np.int64)
         state["fitted_positions"] = self._fitted_positions.copy()
         last = b"" if self._last_rule is None else self._last_rule.encode()
+        labelled, rows, names = self._compared
+        state["compared"] = np.array([labelled, rows], dtype=np.int64)
+        state["compared_names"] = np.frombuffer("\n".join(names).encode(), dtype=np.uint8).copy()
         state["last_rule"] = np.frombuffer(last, dtype=np.uint8).copy()
         if self._correction is not None:
             c = self._correction
@@ -328,6 +368,17 @@ class LabelledFeedback:
             last_rule = arrays.get("last_rule", np.zeros(0, dtype=np.uint8))
             last = np.asarray(last_rule, dtype=np.uint8).tobytes().decode()
             self._last_rule = last or None
+            # a file written before the comparisons were spaced out: compare at the next batch
+            compared = np.asarray(arrays.get("compared", np.zeros(2)), dtype=np.int64).reshape(-1)
+            names = np.asarray(arrays.get("compared_names", np.zeros(0)), dtype=np.uint8)
+            if compared.shape != (2,) or compared.min() < 0:
+                raise ValueError("labelled feedback: malformed comparison counts.")
+            text = names.tobytes().decode()
+            self._compared = (
+                int(compared[0]),
+                int(compared[1]),
+                tuple(text.split("\n")) if text else (),
+            )
         except KeyError as err:
             raise ValueError(f"labelled feedback: missing array {err}.") from err
         self._correction = None
