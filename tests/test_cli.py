@@ -945,3 +945,14 @@ def test_feedback_and_drift_figure_are_checked_before_any_work(
     args = cli.build_parser(TOY).parse_args([*base, "--methods", "source", "--feedback", "0", "3"])
     cli.check_args(args, components)
     assert args.feedback == (0.0, 3)
+
+
+def test_a_figure_path_that_cannot_be_written_is_found_before_any_work(tmp_path) -> None:
+    from adaptable.cli import _os_reason, _unwritable
+
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    assert _unwritable(str(afile / "x.png")) == f"{str(afile)!r} is not a folder"
+    assert _unwritable(str(tmp_path)) == f"{str(tmp_path)!r} is a folder"
+    assert _unwritable(str(tmp_path / "new" / "deeper" / "x.png")) is None
+    assert _os_reason(RuntimeError("'xelatex' not found")) == "'xelatex' not found"

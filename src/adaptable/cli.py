@@ -485,7 +485,8 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
         args.datasets = _canonical(args.datasets)
     if args.command == "run":
         if args.methods is None:
-            args.methods = list(FEEDBACK_METHODS if args.feedback else DEFAULT_METHODS)
+            labels = args.feedback is not None and args.feedback[0] > 0
+            args.methods = list(FEEDBACK_METHODS if labels else DEFAULT_METHODS)
         methods: list[tuple[str, dict[str, Any]]] = []
         for text in args.methods:
             try:
@@ -616,9 +617,28 @@ def _drift_figure_problems(
             ("keeps no drift report", "keep no drift report"), "use adaptable",
         )  # fmt: skip
     figure = _figure_problem(args.drift_figure)
+    if figure is None:
+        figure = _unwritable(args.drift_figure)
     if figure is not None:
         problems.append(f"--drift-figure {args.drift_figure}: {figure}")
     return problems
+
+
+def _unwritable(path: str) -> str | None:
+    """Why a file cannot be written at ``path`` (its folders created as needed), found before
+    any work: a path that is a folder, an ancestor that is a file, or a folder without write
+    permission; ``None`` where nothing stands in the way."""
+    target = Path(path)
+    if target.is_dir():
+        return f"{path!r} is a folder"
+    folder = target.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{str(folder)!r} is not a folder"
+    if not os.access(folder, os.W_OK):
+        return f"no permission to write in {str(folder)!r}"
+    return None
 
 
 def _figure_problem(path: str) -> str | None:
@@ -784,7 +804,11 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
     if args.drift_figure is not None:  # one experiment: checked by check_args
         from adaptable.experiments.drift_figure import draw_experiment
 
-        path, drift = draw_experiment(specs[0], args.drift_figure, context)
+        try:
+            path, drift = draw_experiment(specs[0], args.drift_figure, context)
+        except (OSError, RuntimeError) as err:  # the results are stored; the figure is not
+            print(f"--drift-figure {args.drift_figure}: {_os_reason(err)}", file=sys.stderr)
+            return 1
         print(f"drift report figure: {path}\n{drift}")
     return 0 if result.records and not result.failures else 1
 
@@ -815,7 +839,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
         print(json.dumps(summary.as_dict()))
     else:
         print(summary)
-    report = adapter.report() if args.report or args.figure else None
+    report = adapter.report() if args.report is not None or args.figure is not None else None
     if args.report is not None:
         try:
             Path(args.report).parent.mkdir(parents=True, exist_ok=True)
@@ -830,16 +854,18 @@ def cmd_drift(args: argparse.Namespace) -> int:
 
         try:
             save_figure(plot_drift_report(report, title=Path(args.file).name), args.figure)
-        except OSError as err:
+        except (OSError, RuntimeError) as err:  # RuntimeError: a writer's missing tool (LaTeX)
             print(f"adaptable drift: --figure {args.figure}: {_os_reason(err)}", file=sys.stderr)
             return 2
         print(f"figure: {args.figure}", file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
-def _os_reason(err: OSError) -> str:
+def _os_reason(err: Exception) -> str:
     """An OSError in a few words: ``Permission denied: 'out/r.csv'`` (its text where it has no
-    error number)."""
+    error number, or for another error: a figure writer's missing tool)."""
+    if not isinstance(err, OSError):
+        return str(err)
     if isinstance(err, FileExistsError):  # a folder to create is there, as a file
         return f"{str(err.filename)!r} is not a folder"
     if err.strerror is None:

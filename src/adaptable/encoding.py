@@ -30,8 +30,10 @@ How category values are matched (the same rule at fit and at transform):
 The warning is shown once per Encoder and cause (the column it names and the kind of value:
 text, missing, or a type) under the filters that show a warning once (Python's default),
 because libraries that enter ``warnings.catch_warnings()`` on every call (pandas,
-scikit-learn) reset Python's own once-per-location memory. Filters that show every warning
-(``"always"``) or turn it into an error still see every batch's. The memory is not part of the
+scikit-learn) reset Python's own once-per-location memory. Inside a ``catch_warnings()`` block
+of the caller's (pytest's ``recwarn``, a loop that records warnings) the memory starts afresh,
+as Python's does there. Filters that show every warning (``"always"``) or turn it into an error
+still see every batch's. The memory is not part of the
 Encoder's state: :meth:`Encoder.to_dict` leaves it out, and a copy or a pickled and reloaded
 Encoder starts with none (it may warn once more).
 """
@@ -218,6 +220,8 @@ class Encoder:
         # (categorical feature, kind of value) of each UnseenCategoryWarning shown: a new fit
         # starts afresh, its categories being new
         self._warned_causes: set[tuple[int, str]] = set()
+        #: the warning filter list those causes were shown under
+        self._warned_under: list[Any] | None = None
         self._fitted = True
 
     # ------------------------------------------------------------------ transforming
@@ -477,6 +481,10 @@ class Encoder:
         # the action Python's filters give this warning, looked up as warnings.warn will
         action = _filter_action(UnseenCategoryWarning, text, stacklevel)
         cause = (worst, kind)
+        if self._warned_under is not warnings.filters:
+            # Another filter list: a catch_warnings block (pytest's recwarn, a monitoring
+            # loop that records warnings) starts one, and Python shows its warnings afresh.
+            self._warned_under, self._warned_causes = warnings.filters, set()
         if action in _ONCE_ACTIONS and cause in self._warned_causes:
             return
         warnings.warn(text, UnseenCategoryWarning, stacklevel=stacklevel)
@@ -596,12 +604,14 @@ class Encoder:
         (the pickle is the same whether or not a batch warned)."""
         state = self.__dict__.copy()
         state.pop("_warned_causes", None)
+        state.pop("_warned_under", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Restore :meth:`__getstate__`'s attributes; the copy has shown no warning yet."""
         self.__dict__.update(state)
         self._warned_causes = set()
+        self._warned_under = None
 
     def _check_fitted(self) -> None:
         if not self._fitted:

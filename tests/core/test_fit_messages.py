@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
 
@@ -41,10 +42,19 @@ def test_a_missing_label_in_y_valid_is_named() -> None:
         AdapTable(preset="paper", calibrator="none").fit(model, X[:200], Y2[:200], X[200:], y_valid)
 
 
-def test_labels_mixing_strings_and_numbers_are_named() -> None:
-    mixed = np.array(["yes" if v else 0 for v in Y2], dtype=object)
+@pytest.mark.parametrize("kind", ["object array", "list", "series"])
+def test_labels_mixing_strings_and_numbers_are_named(kind) -> None:
+    """A list is refused before numpy turns its numbers into strings ('0' beside 0)."""
+    values = ["yes" if v else 0 for v in Y2]
+    mixed = {"object array": np.array(values, dtype=object), "list": values}.get(kind)
+    mixed = pd.Series(values) if mixed is None else mixed
     with pytest.raises(ValueError, match=r"y_source mixes strings and other labels \(e.g. 0 and"):
         AdapTable(output="logits").fit(lambda A: np.zeros((len(A), 2)), X, mixed)
+    model = LogisticRegression().fit(X, Y2)
+    method = AdapTable(random_state=0).fit(model, X[:200], Y2[:200], X[200:], Y2[200:])
+    method.predict(X[:4])
+    with pytest.raises(ValueError, match=r"y mixes strings and other labels"):
+        method.partial_fit(X[:2], [0, "1"])
 
 
 def test_a_sparse_batch_is_refused_with_what_to_pass() -> None:
@@ -54,3 +64,5 @@ def test_a_sparse_batch_is_refused_with_what_to_pass() -> None:
     )
     with pytest.raises(ValueError, match=r"scipy sparse matrix; pass its dense rows"):
         method.predict(scipy_sparse.csr_matrix(X[:5]))
+    with pytest.raises(ValueError, match=r"X_source is a scipy sparse matrix"):
+        AdapTable().fit(LogisticRegression().fit(X, Y2), scipy_sparse.csr_matrix(X), Y2)

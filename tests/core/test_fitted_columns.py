@@ -83,3 +83,33 @@ def test_names_a_file_cannot_hold_are_left_out_and_arrays_are_passed_as_given() 
     columns = FittedColumns.of(pd.DataFrame({"a": [1.0], "b": [2.0]}))
     array = np.ones((3, 2))
     assert columns.conform(array, "X") is array
+
+
+def test_a_batch_with_a_column_twice_is_refused_naming_it(fitted) -> None:
+    adapter, X = fitted
+    twice = pd.concat([X.iloc[:8], X.iloc[:8, :1]], axis=1)  # a, b, c, a
+    with pytest.raises(ValueError, match="X_batch holds columns more than once: 'a'"):
+        adapter.predict_proba(twice)
+    assert FittedColumns.of(pd.DataFrame(index=range(3))) is None  # no columns: nothing to order
+
+
+@pytest.mark.parametrize("names", [[0.5, 1.5, 2.5], list(np.arange(3, dtype=np.int64))])
+def test_float_and_numpy_names_are_saved(names, tmp_path) -> None:
+    X, y = _frame(400, 4)
+    X.columns = names
+    adapter = AdapTable(output="logits", random_state=0)
+    adapter.fit(positional_logits, X[:300], y[:300], X[300:], y[300:])
+    adapter.save(tmp_path / "n.safetensors")
+    loaded = AdapTable.load(tmp_path / "n.safetensors", model=positional_logits)
+    batch = X.iloc[300:364]
+    want = adapter.predict_proba(batch)
+    np.testing.assert_array_equal(loaded.predict_proba(batch[batch.columns[::-1]]), want)
+
+
+def test_names_a_file_cannot_hold_are_announced_at_save(tmp_path) -> None:
+    X, y = _frame(400, 5)
+    X.columns = pd.MultiIndex.from_tuples([("x", 1), ("x", 2), ("y", 1)])
+    adapter = AdapTable(output="logits", preset="paper", calibrator="none", random_state=0)
+    adapter.fit(positional_logits, X[:300], y[:300], X[300:], y[300:])
+    with pytest.warns(UserWarning, match="cannot be written to the file"):
+        adapter.save(tmp_path / "m.safetensors")

@@ -494,3 +494,13 @@ def test_random_streams_give_a_report_in_range_without_warnings(trial: int) -> N
             assert np.all(np.isnan(values) | ((values >= 0) & (values <= top + 1e-9))), column
     assert np.isfinite(report["label_corrected_adapter_so_far"].iloc[-1])
     assert pickle.loads(pickle.dumps(method)).report().equals(report)
+
+
+def test_a_log_pickled_before_it_kept_the_given_labels_still_learns() -> None:
+    log = DriftLog(2, "accuracy")
+    log.record(rows=4, predictions=np.array([0, 1, 1, 0]), expected=np.zeros((2, 2, 2)),
+               rule="source", target_prior=np.array([0.5, 0.5]))  # fmt: skip
+    del log.__dict__["_given"]  # as written by an earlier version
+    old = pickle.loads(pickle.dumps(log))
+    old.learn(np.array([0, 1]), np.array([0, 1]), np.array([0, 1]))
+    assert old.new_labels(np.array([0, 1, 2]), np.array([0, 1, 1])).tolist() == [False, False, True]

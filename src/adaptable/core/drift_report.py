@@ -138,6 +138,11 @@ class DriftLog(DriftLogState):
     def __len__(self) -> int:
         return len(self._batches)
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickling; a log pickled before it kept the labels given by row id has none."""
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_given", {})
+
     # ------------------------------------------------------------------ writing
     def record(
         self,

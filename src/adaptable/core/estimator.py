@@ -206,6 +206,12 @@ class AdapTable(LateLabels, TestTimeMethod):
             raise ValueError("adaptable: fit needs the source rows X_source and labels y_source.")
         if (source.X_valid is None) != (source.y_valid is None):
             raise ValueError("adaptable: pass X_valid and y_valid together, or neither.")
+        for what, rows in (("X_source", source.X), ("X_valid", source.X_valid)):
+            if _is_sparse(rows):
+                raise ValueError(
+                    f"adaptable: {what} is a scipy sparse matrix; pass its dense rows "
+                    "(.toarray()) or a DataFrame."
+                )
         self.columns_ = FittedColumns.of(source.X)
         if self.columns_ is not None and source.X_valid is not None:
             valid = self.columns_.conform(source.X_valid, "X_valid")
@@ -243,7 +249,7 @@ class AdapTable(LateLabels, TestTimeMethod):
 
     def _check_batch(self, X_batch: Any) -> int:
         n_rows = super()._check_batch(X_batch)
-        if type(X_batch).__module__.startswith("scipy.sparse"):  # the Encoder reads no matrix
+        if _is_sparse(X_batch):  # the Encoder reads no sparse matrix
             raise ValueError(
                 f"{self.name}: X_batch is a scipy sparse matrix; pass its dense rows "
                 "(X_batch.toarray()) or a DataFrame, as at fit."
@@ -430,6 +436,11 @@ class _PrintedProgress:
         print(f"epoch {epoch:3d}  train {train:.5f}  valid {valid:.5f}{'  *' if best else ''}")
         if self.progress is not None:
             self.progress(epoch, train, valid, best)
+
+
+def _is_sparse(rows: Any) -> bool:
+    """A scipy sparse matrix or array (scipy is not imported to find out)."""
+    return type(rows).__module__.startswith("scipy.sparse")
 
 
 def _seed(random_state: int | None) -> int:

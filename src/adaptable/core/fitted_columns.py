@@ -15,8 +15,10 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 
@@ -33,7 +35,7 @@ class FittedColumns:
     def of(cls, X: Any) -> FittedColumns | None:
         """The columns of a DataFrame with unique column names; ``None`` for anything else
         (an array is read by position; duplicate names cannot be put in order)."""
-        if not isinstance(X, pd.DataFrame) or not X.columns.is_unique:
+        if not isinstance(X, pd.DataFrame) or not X.columns.is_unique or not len(X.columns):
             return None
         return cls(X.columns.copy())
 
@@ -55,6 +57,9 @@ class FittedColumns:
         if columns.equals(self.names):
             self._seen = values
             return X
+        if not columns.is_unique:  # which of two same-named columns the model wants is unknown
+            twice = ", ".join(repr(name) for name in columns[columns.duplicated()].unique()[:5])
+            raise ValueError(f"adaptable: {what} holds columns more than once: {twice}.")
         missing = self.names.difference(columns, sort=False)
         if len(missing):
             shown = ", ".join(repr(name) for name in missing[:5])
@@ -66,12 +71,19 @@ class FittedColumns:
         return X.loc[:, self.names]
 
     def to_list(self) -> list[Any] | None:
-        """The names for a file's JSON metadata; ``None`` where a name is neither a string
-        nor an integer (such columns are not saved: a loaded adapter passes batches as given)."""
-        names = self.names.tolist()
-        if all(isinstance(n, str) or isinstance(n, int) and not isinstance(n, bool) for n in names):
-            return names
-        return None
+        """The names for a file's JSON metadata (numpy scalars as Python values); ``None``
+        where a name is no string, integer or finite float (a tuple of a MultiIndex, a date):
+        those are not saved, and a loaded adapter passes batches as given."""
+        names = [n.item() if isinstance(n, np.generic) else n for n in self.names.tolist()]
+        return names if all(is_saved_name(n) for n in names) else None
+
+
+def is_saved_name(name: Any) -> bool:
+    """Whether a column name goes into a file's JSON as itself: a string, an integer or a
+    finite float (a bool would come back as a number's equal, so it does not)."""
+    if isinstance(name, bool):
+        return False
+    return isinstance(name, str | int) or isinstance(name, float) and math.isfinite(name)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"names": self.names, "_seen": None}  # the cache is not worth pickling

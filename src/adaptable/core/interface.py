@@ -176,6 +176,7 @@ class TestTimeMethod(ClassifierMixin, BaseEstimator, ABC):
 
     def _label_codes(self, y: Any, what: str) -> np.ndarray:
         """Original labels -> codes 0..C-1 in the order of ``classes_``."""
+        _refuse_mixed_labels(y, self.name, what)
         y = column_or_1d(y, warn=True)
         if self.classes_ is None:
             return y.astype(np.int64)
@@ -208,6 +209,7 @@ def _encode_labels(
         if y is None:
             checked[what] = None
             continue
+        _refuse_mixed_labels(y, owner, what)
         try:
             y = column_or_1d(y, warn=True)
         except ValueError as err:
@@ -220,14 +222,6 @@ def _encode_labels(
                 f"{owner}: {what} holds {missing.size} missing label(s) (NaN, None or NA), "
                 f"first at row {missing[0]}; drop those rows or give them a label."
             )
-        if y.dtype == object:  # scikit-learn calls a mix "Unknown label type: unknown"
-            text = np.array([isinstance(v, str) for v in y])
-            if text.any() and not text.all():
-                number, word = y[~text][0], y[text][0]
-                raise ValueError(
-                    f"{owner}: {what} mixes strings and other labels (e.g. {number!r} and "
-                    f"{word!r}); give every label the same type."
-                )
         try:
             check_classification_targets(y)
             check_consistent_length(X, y)
@@ -272,4 +266,30 @@ def check_model_classes(model: Any, classes: np.ndarray, owner: str) -> None:
             f"{owner}: the model's classes_ {model_classes.tolist()[:10]} are not the labels' "
             f"classes {classes.tolist()[:10]}; probability column j must be class j of the "
             "sorted labels."
+        )
+
+
+def _refuse_mixed_labels(y: Any, owner: str, what: str) -> None:
+    """Refuse labels that mix strings with other values, before numpy reads them: a list
+    becomes all strings ('0' beside the model's 0) and an object array cannot be sorted
+    (scikit-learn calls it "Unknown label type")."""
+    if isinstance(y, list | tuple):
+        values = y
+    else:
+        array = getattr(y, "values", y)  # a pandas Series' own values, not a copy
+        dtype = getattr(array, "dtype", None)
+        if dtype is None or getattr(dtype, "kind", None) != "O":
+            return
+        values = np.asarray(array).ravel()
+    # (missing values are the missing-label check's to name)
+    missing = pd.isna(np.asarray(values, dtype=object))
+    text = [isinstance(v, str) or gap for v, gap in zip(values, missing, strict=True)]
+    words = [isinstance(v, str) for v in values]
+    if any(words) and not all(text):
+        word = values[words.index(True)]
+        other = values[text.index(False)]
+        other = other.item() if isinstance(other, np.generic) else other
+        raise ValueError(
+            f"{owner}: {what} mixes strings and other labels (e.g. {other!r} and {word!r}); "
+            "give every label the same type."
         )

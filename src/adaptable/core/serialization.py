@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from adaptable.core.calibrators import CALIBRATORS, calibrator_state, load_calibrator
+from adaptable.core.fitted_columns import is_saved_name
 from adaptable.core.parts import LoadContext
 from adaptable.core.presets import DECIDERS, calibrator_name
 from adaptable.core.state import StateReader, Tensors
@@ -84,6 +86,15 @@ def write(method: Any, path: str | os.PathLike[str]) -> None:
     names = None if columns is None else columns.to_list()
     if names is not None:
         meta["columns"] = names
+    elif columns is not None:
+        warnings.warn(
+            f"AdapTable.save: the column names {columns.names.tolist()[:3]!r:.80} cannot be "
+            "written to the file (only strings, integers and finite floats can); the loaded "
+            "adapter passes batches to the model in the order they come, not put back in "
+            "fit's order.",
+            UserWarning,
+            stacklevel=3,
+        )
     # Labels other than the integer column indices 0..C-1 (e.g. 'no' / 'yes', or False / True,
     # which compare equal to 0 / 1 but must come back as booleans) are saved with the file.
     classes = method.classes_
@@ -184,9 +195,8 @@ def _columns(reader: StateReader) -> pd.Index | None:
     if "columns" not in reader.meta:
         return None
     names = reader.field("columns", list)
-    kinds = all(isinstance(n, str) or isinstance(n, int) and not isinstance(n, bool) for n in names)
-    if not names or not kinds or len(set(names)) != len(names):
-        raise reader.error("columns", "must be distinct column names (strings or integers)")
+    if not names or not all(map(is_saved_name, names)) or len(set(names)) != len(names):
+        raise reader.error("columns", "must be distinct column names (strings or numbers)")
     return pd.Index(names)
 
 
