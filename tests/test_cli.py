@@ -48,13 +48,17 @@ def test_run_prints_a_table_and_reuses_the_store(
         "run", "--datasets", "toy", "heloc", "--models", "softmax", "--methods", "source",
         "prior[alpha=0.2]", "--seeds", "0", "1", "--results", str(tmp_path / "r.jsonl"), "--no-progress",
     ]  # fmt: skip
-    assert cli.main(argv, components=TOY) == 0
-    out = capsys.readouterr().out
+    # heloc's data is absent: the table of toy is printed, but the run exits 1 and the skip
+    # goes to stderr, out of the table that scripts read
+    assert cli.main(argv, components=TOY) == 1
+    captured = capsys.readouterr()
+    out = captured.out
     assert "8 experiments (0 already in the results store, 8 to run)" in out
     assert "| toy | natural | softmax | prior[alpha=0.2] | 2 |" in out
     assert "4 experiments run, 0 reused" in out
-    assert "skipped dataset heloc: toy data set 'heloc' is absent" in out
-    assert cli.main(argv, components=TOY) == 0
+    assert "skipped dataset heloc: toy data set 'heloc' is absent" in captured.err
+    assert "skipped" not in out
+    assert cli.main(argv, components=TOY) == 1
     out = capsys.readouterr().out
     assert "(4 already in the results store, 4 to run)" in out
     assert "0 experiments run, 4 reused" in out
@@ -225,15 +229,21 @@ def test_one_option_spelling_everywhere() -> None:
     assert parser.parse_args(["plot"]).datasets == ["hospital_readmission"]  # embedded data
 
 
-def test_reproduce_lists_skipped_datasets(tmp_path: Path) -> None:
+def test_reproduce_lists_skipped_datasets_and_keeps_a_table_when_nothing_ran(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "oracle.md").write_text("an earlier run's table\n")
     argv = ["reproduce", "oracle", "--seeds", "0", "--out", str(tmp_path),
             "--results", str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip
-    # the toy providers hold none of the paper's datasets: all skipped, nothing silently dropped
-    assert cli.main(argv, components=TOY) == 0
-    text = (tmp_path / "oracle.md").read_text()
-    assert "HELOC (`heloc`): toy data set 'heloc' is absent" in text
-    assert "Voting (`voting`)" in text
-    assert (tmp_path / "oracle.csv").exists()
+    # the toy providers hold none of the paper's datasets: all skipped, each said on stderr,
+    # exit 1, and the earlier table is not replaced by an empty one
+    assert cli.main(argv, components=TOY) == 1
+    captured = capsys.readouterr()
+    assert "skipped dataset heloc: toy data set 'heloc' is absent" in captured.err
+    assert "[oracle] nothing to write" in captured.err
+    assert "skipped dataset" not in captured.out
+    assert (tmp_path / "oracle.md").read_text() == "an earlier run's table\n"
+    assert not (tmp_path / "oracle.csv").exists()
 
 
 def _store_of(tmp_path: Path, specs: list[ExperimentSpec], f1s) -> ResultStore:
@@ -389,9 +399,9 @@ def test_reproduce_checks_a_benchmarks_datasets(
     # --no-run finds nothing stored for the one that holds it: nothing written, exit 1)
     argv[1] = "all"
     assert cli.main(argv) == 1
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     for table in ("main", "corruptions", "generality", "holdout"):
-        assert f"[{table}] skipped: none of --datasets is among its datasets" in out
+        assert f"[{table}] skipped: none of --datasets is among its datasets" in err
     # a dataset no table holds is a usage error, not a run that does nothing
     argv[argv.index("heloc_trades")] = "readmission_age"  # a reserve case
     argv[1] = "all"
@@ -419,7 +429,7 @@ def test_reproduce_benchmark_writes_one_table_with_a_role_column(
             "--seeds", "0", "--datasets", "heloc_trades", "heloc_balance", "--out", str(out),
             "--results", str(store.path)]  # fmt: skip
     assert cli.main(argv, components=cli.Components()) == 0  # --no-run: no raw data needed
-    printed = capsys.readouterr().out
+    printed = capsys.readouterr().err
     assert "[sealed] skipped: none of --datasets is among its datasets" in printed
     with open(out / "benchmark.csv") as handle:
         lines = list(csv.DictReader(handle))
@@ -604,7 +614,7 @@ def test_reproduce_at_another_batch_size_writes_files_of_its_own(
     assert not (tmp_path / "t" / "oracle.md").exists()  # the paper-size table is untouched
     # at the paper's size the store holds none of the table's experiments
     assert cli.main(argv, components=TOY) == 1
-    assert "nothing to write" in capsys.readouterr().out
+    assert "nothing to write" in capsys.readouterr().err
 
 
 def test_plot_takes_a_figure_name_that_a_list_option_swallowed() -> None:
@@ -697,7 +707,7 @@ def test_reproduce_no_run_on_a_store_without_the_table_writes_nothing(
     argv = ["reproduce", "label_shift", "--no-run", "--out", str(out), "--results",
             str(tmp_path / "r.jsonl")]  # fmt: skip
     assert cli.main(argv, components=TOY) == 1
-    printed = capsys.readouterr().out
+    printed = capsys.readouterr().err
     assert "[label_shift] nothing to write: the results store" in printed
     assert "run it without --no-run first" in printed
     assert not out.exists()
@@ -719,7 +729,7 @@ def test_plot_reports_its_own_warnings_as_run_does_and_names_whole_labels(
     monkeypatch.setattr(figures, "calibration_analysis", noisy)
     argv = ["plot", "label_distribution", "reliability", "--datasets", "toy", "--models",
             "softmax", "--method", "prior", "--out", str(tmp_path), "--results",
-            str(tmp_path / "r.jsonl")]  # fmt: skip
+            str(tmp_path / "r.jsonl"), "--progress"]  # fmt: skip
     assert cli.main(argv, components=TOY) == 0
     err = capsys.readouterr().err
     assert "warning (figures): UserWarning: few rows in a scenario" in err.splitlines()
@@ -727,7 +737,8 @@ def test_plot_reports_its_own_warnings_as_run_does_and_names_whole_labels(
     assert "toy softmax source seed 0" in err  # each experiment shows a bar over its batches
     # the experiments' bar names the whole label (it was cut at 30 characters)
     argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods",
-            "prior[alpha=0.25,temperature=1.5]", "--results", str(tmp_path / "r.jsonl")]  # fmt: skip
+            "prior[alpha=0.25,temperature=1.5]", "--results", str(tmp_path / "r.jsonl"),
+            "--progress"]  # fmt: skip
     assert cli.main(argv, components=TOY) == 0
     assert "toy softmax prior[alpha=0.25,temperature=1.5]" in capsys.readouterr().err
 
@@ -806,7 +817,7 @@ def test_drift_refuses_a_missing_file_and_bad_options_in_one_line(
     err = capsys.readouterr().err
     assert "absent.safetensors" in err and "Traceback" not in err and len(err.splitlines()) == 1
     assert cli.main(["drift", str(saved_adapter), "--tolerance", "-1"]) == 2
-    assert "tolerance must be finite and >= 0" in capsys.readouterr().err
+    assert "--tolerance: a fraction from 0 to 1" in capsys.readouterr().err
 
 
 def test_drift_creates_the_reports_folder_and_refuses_what_it_cannot_write_in_one_line(
@@ -956,3 +967,144 @@ def test_a_figure_path_that_cannot_be_written_is_found_before_any_work(tmp_path)
     assert _unwritable(str(tmp_path)) == f"{str(tmp_path)!r} is a folder"
     assert _unwritable(str(tmp_path / "new" / "deeper" / "x.png")) is None
     assert _os_reason(RuntimeError("'xelatex' not found")) == "'xelatex' not found"
+
+
+def test_repeated_names_and_seeds_are_one_experiment_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["run", "--datasets", "toy", "toy", "--models", "softmax", "SOFTMAX", "--methods",
+            "source", "source", "--seeds", "0", "0", "--scenarios", "natural", "natural",
+            "--results", str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    out = capsys.readouterr().out
+    assert "1 experiment (0 already in the results store, 1 to run)" in out
+    assert "| toy | natural | softmax | source | 1 |" in out
+    # reproduce: a seed given twice would weigh twice in the means; first of each kept, in order
+    argv = ["reproduce", "oracle", "--seeds", "2", "0", "0", "2", "--datasets", "heloc",
+            "HELOC", "--no-run", "--results", str(tmp_path / "r.jsonl")]  # fmt: skip
+    args = cli.build_parser(TOY).parse_args(argv)
+    cli.check_args(args, TOY)
+    assert (args.seeds, args.datasets) == ([2, 0], ["heloc"])
+    args = cli.build_parser(TOY).parse_args(
+        ["plot", "--datasets", "toy", "--models", "softmax", "--methods", "prior", "PRIOR"]
+    )
+    cli.check_args(args, TOY)
+    assert args.method == "prior"
+
+
+def test_a_missing_data_folder_from_the_environment_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source",
+            "--results", str(tmp_path / "r.jsonl")]  # fmt: skip
+    monkeypatch.setenv("ADAPTABLE_DATA_DIR", str(tmp_path / "missing"))
+    err = _usage_error(base, capsys)
+    assert f"ADAPTABLE_DATA_DIR '{tmp_path / 'missing'}' is not a folder" in err.splitlines()[-1]
+    assert not (tmp_path / "r.jsonl").exists()
+    monkeypatch.delenv("ADAPTABLE_DATA_DIR")
+    assert "--data-dir: an empty path" in _usage_error([*base, "--data-dir", ""], capsys)
+
+
+def test_output_and_cache_folders_that_cannot_be_are_usage_errors_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    store = ["--results", str(tmp_path / "r.jsonl")]
+    cases = [
+        (["reproduce", "oracle", "--no-run", "--out", str(afile), *store], "--out"),
+        (["plot", "label_distribution", "--datasets", "toy", "--models", "softmax", "--method",
+          "prior", "--out", str(afile / "x"), *store], "--out"),
+        (["run", "--datasets", "toy", "--models", "softmax", "--methods", "source", "--cache-dir",
+          str(afile), *store],
+         "--cache-dir"),
+    ]  # fmt: skip
+    if Path("/proc/self").is_dir():  # a place where nothing can be created, even by root
+        cases.append((["reproduce", "oracle", "--no-run", "--out", "/proc/x", *store], "--out"))
+    for argv, option in cases:
+        err = _usage_error(argv, capsys)
+        assert err.splitlines()[-1].startswith(f"adaptable {argv[0]}: error: {option} ")
+    assert not (tmp_path / "r.jsonl").exists()
+    # a folder still to be made passes, and the check leaves nothing behind
+    assert cli._folder_problem(str(tmp_path / "new" / "deeper")) is None
+    assert not (tmp_path / "new").exists()
+
+
+def test_path_options_expand_a_tilde_the_shell_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source",
+            "--results=~/r.jsonl", "--cache-dir=~/cache", "--no-progress"]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    assert (tmp_path / "home" / "r.jsonl").exists() and not (tmp_path / "~").exists()
+    args = cli.build_parser(TOY).parse_args(["reproduce", "oracle", "--out", "~/t"])
+    cli.check_args(args, TOY)
+    assert args.out == str(tmp_path / "home" / "t")
+
+
+def test_drift_refuses_options_out_of_range_by_the_options_names(
+    saved_adapter: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    cases = [
+        (["--tolerance", "5"], "--tolerance: a fraction from 0 to 1 (0.05 is 5 points); got 5"),
+        (["--last-batches", "0"], "--last-batches: must be at least 1; got 0"),
+        (["--deviations", "-1"], "--deviations: must be 0 or more"),
+        (["--reference", "72"], "--reference: a fraction from 0 to 1"),
+        (["--report", str(afile / "r.csv")], f"--report {afile / 'r.csv'}: "),
+    ]
+    for options, message in cases:
+        assert cli.main(["drift", str(saved_adapter), *options]) == 2
+        out, err = capsys.readouterr()
+        assert out == ""  # found before the summary is printed
+        assert err.splitlines() == [f"adaptable drift: {err.split(': ', 1)[1].rstrip()}"]
+        assert message in err
+
+
+def test_a_drift_figure_that_fails_after_the_run_says_which_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import adaptable.experiments.drift_figure as drift_figure
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", "d.png")
+
+    monkeypatch.setattr(drift_figure, "draw_experiment", refuse)
+    argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "adaptable",
+            "--drift-figure", str(tmp_path / "d.png"), "--results", str(tmp_path / "r.jsonl"),
+            "--no-progress"]  # fmt: skip
+    assert cli.main(argv, components=WITH_ADAPTABLE) == 1
+    err = capsys.readouterr().err
+    assert f"adaptable run: --drift-figure {tmp_path / 'd.png'}: Permission denied" in err
+
+
+def test_progress_bars_only_on_a_terminal_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    parser = cli.build_parser(TOY)
+
+    def progress(argv: list[str], terminal: bool) -> bool:
+        monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
+        args = parser.parse_args(["plot", "--datasets", "toy", "--models", "softmax",
+                                  "--method", "prior", *argv])  # fmt: skip
+        cli.check_args(args, TOY)
+        return not args.no_progress
+
+    assert not progress([], terminal=False)  # a log gets no redrawn bars
+    assert progress([], terminal=True)
+    assert progress(["--progress"], terminal=False)
+    assert not progress(["--no-progress"], terminal=True)
+    assert not progress(["--progress", "--no-progress"], terminal=True)  # the last one wins
+
+
+def test_reproduce_benchmark_says_latex_is_for_the_papers_tables(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["reproduce", "benchmark", "--roles", "development", "--latex", "--no-run",
+            "--seeds", "0", "--datasets", "heloc_trades", "--out", str(tmp_path / "t"),
+            "--results", str(tmp_path / "r.jsonl")]  # fmt: skip
+    assert cli.main(argv, components=cli.Components()) == 1  # nothing stored
+    err = capsys.readouterr().err
+    assert "--latex applies to the paper's tables only" in err

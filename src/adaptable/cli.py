@@ -16,6 +16,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Callable, Sequence
@@ -74,6 +75,12 @@ MAX_SEED = 2**32 - 1
 _KINDS = ("dataset", "model", "method", "scenario")
 #: what ``plot``'s list options fall back to when they held figure names alone
 _PLOT_DEFAULTS = {"datasets": DEFAULT_DATASETS, "models": DEFAULT_MODELS, "method": ["adaptable"]}
+
+#: the options that name files or folders: each gets ``~`` expanded as a shell would
+_PATH_OPTIONS = ("results", "out", "drift_figure", "report", "figure", "data_dir", "cache_dir",
+                 "file")  # fmt: skip
+#: the commands that read the raw data folder, and so check ``$ADAPTABLE_DATA_DIR``
+_DATA_COMMANDS = ("datasets", "run", "reproduce", "plot")
 
 _METHOD_PATTERN = re.compile(r"^(?P<name>[^\[\]]+)(\[(?P<options>.*)\])?$")
 
@@ -233,7 +240,12 @@ def _add_common(parser: argparse.ArgumentParser, results_default: str = DEFAULT_
         default="auto",
         help="where deep source models train and run (default: auto, CUDA when available)",
     )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    # one destination for both: the last of them given wins; neither: bars only on a terminal
+    parser.add_argument("--no-progress", action="store_const", const=True, default=None,
+                        help="no progress bars (the default when standard error is not a "
+                        "terminal: a log would fill with redrawn bars)")  # fmt: skip
+    parser.add_argument("--progress", dest="no_progress", action="store_const", const=False,
+                        help="progress bars even when standard error is not a terminal")  # fmt: skip
 
 
 def _words(names: Sequence[str]) -> str:
@@ -473,8 +485,13 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
 def check_args(args: argparse.Namespace, components: Components) -> None:
     """Every problem with the arguments, found before any work starts; one parser error."""
     problems: list[str] = []
-    if args.data_dir is not None and not Path(args.data_dir).expanduser().is_dir():
-        problems.append(f"--data-dir {args.data_dir!r} is not a folder")
+    for option in _PATH_OPTIONS:  # ``--out=~/x`` reaches us unexpanded: the shell expands ~ alone
+        value = getattr(args, option, None)
+        if isinstance(value, str):
+            setattr(args, option, os.path.expanduser(value))
+    if getattr(args, "no_progress", False) is None:
+        args.no_progress = not sys.stderr.isatty()
+    problems += _data_dir_problems(args)
     if getattr(args, "executor", None) == "ray" and importlib.util.find_spec("ray") is None:
         problems.append("--executor ray needs the ray package: pip install 'adaptable-tta[ray]'")
     if args.command == "plot":
@@ -483,6 +500,12 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
     if getattr(args, "datasets", None):
         # TableShift's identifiers and short names run, and are stored, as the task they name
         args.datasets = _canonical(args.datasets)
+    # a name or seed given twice is one experiment: counted twice it would inflate the plan
+    # line and weigh twice in reproduce's means and standard errors
+    for option in ("datasets", "models", "seeds", "scenarios", "roles"):
+        values = getattr(args, option, None)
+        if values:
+            setattr(args, option, _unique(values))
     if args.command == "run":
         if args.methods is None:
             labels = args.feedback is not None and args.feedback[0] > 0
@@ -494,6 +517,7 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
             except argparse.ArgumentTypeError as err:
                 problems.append(str(err))
         methods = [(_folded(components, "method", name), options) for name, options in methods]
+        methods = list({_label(*method): method for method in methods}.values())
         problems += _unknown(components, args.datasets, args.models, args.scenarios, methods)
         built, unbuildable = _build_methods(components, methods)
         problems += unbuildable
@@ -519,6 +543,7 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
 
         unknown = [f for f in dict.fromkeys(args.figures) if f not in FIGURES]
         problems += [f"unknown figure {f!r}; choose from {', '.join(FIGURES)}" for f in unknown]
+        args.method = _unique([_folded(components, "method", m) for m in args.method])
         if len(args.method) != 1:
             problems.append(
                 f"--methods: plot draws one adapted method beside the source model; got "
@@ -535,6 +560,11 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
         problem = cuda_problem()
         if problem is not None:
             problems.append(f"--device cuda: {problem}; use --device cpu or auto")
+    for option in ("out", "cache_dir"):
+        value = getattr(args, option, None)
+        folder = None if value is None else _folder_problem(value)
+        if folder is not None:
+            problems.append(f"--{option.replace('_', '-')} {value}: {folder}")
     if not problems and hasattr(args, "results"):  # last: it may create the store's folder
         from adaptable.experiments.store import ResultsPathError, check_results_path
 
@@ -546,6 +576,91 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
         unique = list(dict.fromkeys(problems))
         message = unique[0] if len(unique) == 1 else "\n  - ".join(["", *unique]).lstrip("\n")
         args.subparser.error(message if len(unique) == 1 else f"{len(unique)} problems:\n{message}")
+
+
+def _unique(values: Sequence[Any]) -> list[Any]:
+    """``values`` without repeats: the first of each kept, in order."""
+    return list(dict.fromkeys(values))
+
+
+def _data_dir_problems(args: argparse.Namespace) -> list[str]:
+    """The raw data folder, from ``--data-dir`` or else ``$ADAPTABLE_DATA_DIR`` (an empty
+    variable counts as unset, as the loaders read it), must be a folder: a missing one would
+    run nothing and report every dataset skipped. ``--data-dir ""`` is refused rather than
+    read as the current folder. ``reproduce --no-run`` reads no raw data: the variable is not
+    checked there."""
+    if args.data_dir is not None:
+        if not args.data_dir:
+            return ["--data-dir: an empty path; name a folder"]
+        if not Path(args.data_dir).is_dir():
+            return [f"--data-dir {args.data_dir!r} is not a folder"]
+        return []
+    from adaptable.datasets import DATA_DIR_ENV
+
+    env = os.environ.get(DATA_DIR_ENV)
+    if not env or args.command not in _DATA_COMMANDS or getattr(args, "no_run", False):
+        return []
+    if not Path(env).expanduser().is_dir():
+        return [f"{DATA_DIR_ENV} {env!r} is not a folder; set it to one, or give --data-dir"]
+    return []
+
+
+def _folder_problem(path: str) -> str | None:
+    """Why ``path`` cannot be (or become) a folder to write in, found before any work by
+    creating its missing folders and removing them again: a file on the way, no permission,
+    a place where nothing can be created (``/proc/x``); ``None`` where nothing stands in the
+    way."""
+    if not path:
+        return "an empty path; name a folder"
+    target = Path(path)
+    if target.is_dir():
+        if not os.access(target, os.W_OK):
+            return f"no permission to write in {path!r}"
+        try:  # root passes os.access anywhere, yet cannot write in /proc: try it
+            with tempfile.TemporaryFile(dir=target):
+                pass
+        except OSError as err:
+            return f"cannot write in {path!r} ({_os_reason(err)})"
+        return None
+    if target.exists():
+        return f"{path!r} is not a folder"
+    missing = [target]
+    while not missing[-1].parent.exists() and missing[-1].parent != missing[-1]:
+        missing.append(missing[-1].parent)
+    if not missing[-1].parent.is_dir():
+        return f"{str(missing[-1].parent)!r} is not a folder"
+    try:
+        target.mkdir(parents=True)
+    except OSError as err:
+        return _os_reason(err)
+    for folder in missing:  # the probe leaves nothing behind; the command creates them later
+        folder.rmdir()
+    return None
+
+
+def _drift_problems(args: argparse.Namespace) -> list[str]:
+    """``drift``'s options, in the options' names rather than the Python parameters' they
+    become: a window of at least one batch, fractions between 0 and 1 (a tolerance of 5 meant
+    as 5 points would accept any fall), a number of deviations of 0 or more, and a report
+    file that can be written (before the summary is printed, as the figure's is)."""
+    problems = []
+    if args.last_batches is not None and args.last_batches < 1:
+        problems.append(f"--last-batches: must be at least 1; got {args.last_batches}")
+    if not 0 <= args.tolerance <= 1:  # NaN fails this too
+        problems.append(
+            f"--tolerance: a fraction from 0 to 1 (0.05 is 5 points); got {args.tolerance:g}"
+        )
+    if not (math.isfinite(args.deviations) and args.deviations >= 0):
+        problems.append(f"--deviations: must be 0 or more; got {args.deviations:g}")
+    if args.reference is not None and not 0 <= args.reference <= 1:
+        problems.append(
+            f"--reference: a fraction from 0 to 1 (0.72 is 72 percent); got {args.reference:g}"
+        )
+    if args.report is not None:
+        report = _unwritable(args.report) if args.report else "an empty path; name a file"
+        if report is not None:
+            problems.append(f"--report {args.report}: {report}")
+    return problems
 
 
 def _refused(
@@ -626,19 +741,11 @@ def _drift_figure_problems(
 
 def _unwritable(path: str) -> str | None:
     """Why a file cannot be written at ``path`` (its folders created as needed), found before
-    any work: a path that is a folder, an ancestor that is a file, or a folder without write
-    permission; ``None`` where nothing stands in the way."""
-    target = Path(path)
-    if target.is_dir():
+    any work: a path that is a folder, or a folder of it that cannot be (see
+    :func:`_folder_problem`); ``None`` where nothing stands in the way."""
+    if Path(path).is_dir():
         return f"{path!r} is a folder"
-    folder = target.parent
-    while not folder.exists():
-        folder = folder.parent
-    if not folder.is_dir():
-        return f"{str(folder)!r} is not a folder"
-    if not os.access(folder, os.W_OK):
-        return f"no permission to write in {str(folder)!r}"
-    return None
+    return _folder_problem(str(Path(path).parent))
 
 
 def _figure_problem(path: str) -> str | None:
@@ -807,21 +914,31 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
         try:
             path, drift = draw_experiment(specs[0], args.drift_figure, context)
         except (OSError, RuntimeError) as err:  # the results are stored; the figure is not
-            print(f"--drift-figure {args.drift_figure}: {_os_reason(err)}", file=sys.stderr)
+            print(f"adaptable run: --drift-figure {args.drift_figure}: {_os_reason(err)}",
+                  file=sys.stderr)  # fmt: skip
             return 1
         print(f"drift report figure: {path}\n{drift}")
-    return 0 if result.records and not result.failures else 1
+    # a requested dataset skipped (its raw file absent) is work not done, as a failure is
+    return 0 if result.records and not result.failures and not result.skipped else 1
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
-    """``adaptable drift FILE``: the drift summary of a saved adapter; 2 where it cannot be
-    read, or the report or figure cannot be written (the reason on one line of standard
-    error). ``--report`` and ``--figure`` create their missing folders."""
+    """``adaptable drift FILE``: the drift summary of a saved adapter; 2 where an option is
+    out of range, it cannot be read, or the report or figure cannot be written (the reason on
+    one line of standard error; options, and where the report and figure go, are checked
+    before the summary is printed). ``--report`` and ``--figure`` create their missing
+    folders."""
     from adaptable import AdapTable
 
-    figure_problem = None if args.figure is None else _figure_problem(args.figure)
-    if figure_problem is not None:  # before the summary: nothing printed, nothing written
-        print(f"adaptable drift: --figure {args.figure}: {figure_problem}", file=sys.stderr)
+    problems = _drift_problems(args)
+    figure_problem = None
+    if args.figure is not None:
+        figure_problem = _figure_problem(args.figure) or _unwritable(args.figure)
+    if figure_problem is not None:
+        problems.append(f"--figure {args.figure}: {figure_problem}")
+    if problems:  # before the summary: nothing printed, nothing written
+        for problem in problems:
+            print(f"adaptable drift: {problem}", file=sys.stderr)
         return 2
     try:
         adapter = AdapTable.load(args.file)
@@ -885,6 +1002,9 @@ def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:
     else:
         context, executor = _context_and_executor(args, components)
     names = reproduce.table_names(args.table, args.roles)
+    if args.table == "benchmark" and args.latex:  # a note, not an error: the rest still runs
+        print("adaptable reproduce: note: --latex applies to the paper's tables only; the "
+              "benchmark table is written as Markdown and CSV", file=sys.stderr)  # fmt: skip
     try:
         if args.table == "benchmark":
             return reproduce.reproduce_benchmark(names, _request(args), store, context, executor)

@@ -73,5 +73,5 @@ def test_a_benchmark_whose_roles_are_all_skipped_writes_nothing(
     request = Request([0], datasets=["voting"], out=tmp_path / "t", run=False, several=True)
     store = ResultStore(tmp_path / "r.jsonl")
     assert reproduce_benchmark(["holdout"], request, store, RunContext(), None) == 0
-    assert "[benchmark] nothing to write" in capsys.readouterr().out
+    assert "[benchmark] nothing to write" in capsys.readouterr().err
     assert not (tmp_path / "t").exists()

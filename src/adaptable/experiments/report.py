@@ -44,20 +44,21 @@ def plan_line(specs: Sequence[Any], store: Any, run: bool = True, device: str | 
 
 
 def report_sweep(result: Any) -> None:
-    """Print a sweep's counts, skipped datasets and failures (one line per distinct error) on
-    stdout, then the warnings of the experiments it ran on stderr."""
+    """Print a sweep's counts on stdout, then its skipped datasets, failures (one line per
+    distinct error) and the warnings of the experiments it ran on stderr: standard output
+    keeps the tables that scripts read."""
     print(
         f"{count(len(result.ran), 'experiment')} run, {len(result.reused)} reused from the "
         f"store, {len(result.failures)} failed, in {result.seconds:.1f} s"
     )
     for name, reason in result.skipped.items():
-        print(f"skipped dataset {name}: {reason}")
+        print(f"skipped dataset {name}: {reason}", file=sys.stderr)
     by_error: dict[str, list[str]] = {}
     for key, error in result.failures.items():
         by_error.setdefault(error, []).append(key)
     for error, keys in by_error.items():
         more = f" (and {len(keys) - 1} more with the same error)" if len(keys) > 1 else ""
-        print(f"failed {keys[0]}{more}: {error}")
+        print(f"failed {keys[0]}{more}: {error}", file=sys.stderr)
     ran = set(result.ran)  # the warnings of the experiments run in this call, not those reused
     print_warnings(r for r in result.records if r.get("key") in ran)
 

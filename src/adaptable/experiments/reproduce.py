@@ -15,6 +15,7 @@ a benchmark role ``<role>_summary.csv``, ``<role>_gains.png``, ``<role>_risk.png
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,12 +151,12 @@ def _collect(
     if request.several and request.datasets:
         datasets = [d for d in datasets if d in set(table.datasets)]
         if not datasets:
-            print(f"[{name}] skipped: none of --datasets is among its datasets")
+            print(f"[{name}] skipped: none of --datasets is among its datasets", file=sys.stderr)
             return None
     try:
         specs = table_specs(table, request.seeds, datasets, request.models)
     except ValueError as err:  # several tables with --models: those without the models
-        print(f"[{name}] skipped: {err}")
+        print(f"[{name}] skipped: {err}", file=sys.stderr)
         return None
     from adaptable.experiments.runner import lookup_device
 
@@ -201,7 +202,9 @@ def _figures(frame: pd.DataFrame, table: TableDef, out: str | Path) -> list[Path
 def reproduce_tables(
     names: Sequence[str], request: Request, store: Any, context: Any, executor: Any
 ) -> int:
-    """Write each table of ``names`` on its own and print it; 1 if an experiment failed."""
+    """Write each table of ``names`` on its own and print it; 1 if an experiment failed, a
+    requested dataset was skipped (its raw file absent), or a table had nothing to write (its
+    files, from an earlier run, are then left as they are)."""
     from adaptable.experiments.tables import write_table
 
     status = 0
@@ -209,6 +212,13 @@ def reproduce_tables(
     tables = _Collected(names, request, store, context, executor)
     for name, frame, result in tables:
         table = _named(TABLES[name], request)
+        status = status or _status(result, request)
+        if not result.records:
+            print(f"[{name}] nothing to write: none of its experiments ran or is stored; "
+                  f"files of an earlier run in {request.out} are left as they are",
+                  file=sys.stderr)  # fmt: skip
+            status = 1
+            continue
         written += 1
         paths = write_table(
             frame, table, request.out, skipped=result.skipped, failures=result.failures,
@@ -217,8 +227,14 @@ def reproduce_tables(
         paths += _figures(frame, table, request.out)
         print(paths[0].read_text())
         print("wrote " + ", ".join(str(p) for p in paths))
-        status = status or (1 if result.failures else 0)
     return 1 if tables.nothing_stored and not written else status
+
+
+def _status(result: Any, request: Request) -> int:
+    """1 where a table's sweep failed an experiment or (running) skipped a dataset whose raw
+    file is absent; with ``--no-run`` a dataset skipped is one the store lacks, which the
+    table says in its own lines."""
+    return 1 if result.failures or (request.run and result.skipped) else 0
 
 
 class _Collected:
@@ -238,7 +254,7 @@ class _Collected:
             try:
                 collected = _collect(name, self.request, self.store, self.context, self.executor)
             except NothingStored as err:
-                print(err)
+                print(err, file=sys.stderr)
                 self.nothing_stored = True
                 continue
             if collected is not None:
@@ -269,6 +285,12 @@ def reproduce_benchmark(
     collected = _Collected(roles, request, store, context, executor)
     for role, frame, result in collected:
         table = _named(TABLES[role], request)
+        status = status or _status(result, request)
+        if not result.records:
+            print(f"[{role}] nothing to write: none of its experiments ran or is stored",
+                  file=sys.stderr)  # fmt: skip
+            status = 1
+            continue
         summaries[role] = summarize(frame, table)
         frames[role] = frame.assign(
             skipped_reason=frame["dataset"].map(lambda d, s=result.skipped: s.get(d, ""))
@@ -279,9 +301,8 @@ def reproduce_benchmark(
             )
         )
         paths += _figures(frame, table, request.out)
-        status = status or (1 if result.failures else 0)
     if not frames:
-        print("[benchmark] nothing to write: every role was skipped")
+        print("[benchmark] nothing to write: every role was skipped", file=sys.stderr)
         return 1 if collected.nothing_stored else status
     out = Path(request.out)
     out.mkdir(parents=True, exist_ok=True)
