@@ -182,10 +182,11 @@ def test_a_store_line_without_spec_is_rerun_not_a_crash(
     store.write_text(json.dumps({"key": spec.key}) + "\n")
     argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source",
             "--results", str(store), "--no-progress"]  # fmt: skip
-    with pytest.warns(UserWarning, match="no 'spec' field"):
-        assert cli.main(argv, components=TOY) == 0
-    out = capsys.readouterr().out
+    assert cli.main(argv, components=TOY) == 0
+    out, err = capsys.readouterr()
     assert "1 experiment run, 0 reused" in out and "| toy | natural | softmax | source |" in out
+    # one line on stderr, not a Python warning with its source line
+    assert err == f"warning: {store}:1: skipping a record: the record has no 'spec' field\n"
 
 
 def test_help_lists_valid_names_without_rest_markup(capsys: pytest.CaptureFixture[str]) -> None:
@@ -307,8 +308,8 @@ def test_plot_says_up_front_how_many_experiments_it_runs(
     assert first.startswith("2 figures for 1 dataset / model / seed combination: ")
     assert "2 experiments (0 already in the results store, 2 to run)" in first
     assert "plus 1 calibration pass over" in first
-    assert (tmp_path / "label_distribution_toy_softmax_s0.png").is_file()
-    assert (tmp_path / "reliability_toy_softmax_s0.png").is_file()
+    assert (tmp_path / "label_distribution_toy_softmax_prior_s0.png").is_file()
+    assert (tmp_path / "reliability_toy_softmax_prior_s0.png").is_file()
 
 
 def test_a_closed_pipe_ends_the_command_quietly(

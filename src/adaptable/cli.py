@@ -14,7 +14,6 @@ import importlib.util
 import json
 import math
 import os
-import re
 import sys
 import tempfile
 import textwrap
@@ -82,34 +81,22 @@ _PATH_OPTIONS = ("results", "out", "drift_figure", "report", "figure", "data_dir
 #: the commands that read the raw data folder, and so check ``$ADAPTABLE_DATA_DIR``
 _DATA_COMMANDS = ("datasets", "run", "reproduce", "plot")
 
-_METHOD_PATTERN = re.compile(r"^(?P<name>[^\[\]]+)(\[(?P<options>.*)\])?$")
-
 
 def parse_method(text: str) -> tuple[str, dict[str, Any]]:
     """``"adaptable[calibrator=none,alpha=0.2]"`` -> ``("adaptable", {"calibrator": "none",
     "alpha": 0.2})``; values are read as JSON where they parse (numbers, booleans), else strings.
+    A malformed text raises ``argparse.ArgumentTypeError`` (see
+    :func:`adaptable.experiments.spec.parse_method`).
 
     >>> parse_method("adaptable[calibrator=none,alpha=0.2]")
     ('adaptable', {'calibrator': 'none', 'alpha': 0.2})
     """
-    match = _METHOD_PATTERN.match(text.strip())
-    if not match:
-        raise argparse.ArgumentTypeError(
-            f"expected a method as NAME or NAME[key=value,...]; got {text!r}"
-        )
-    options: dict[str, Any] = {}
-    if match.group("options"):
-        for part in match.group("options").split(","):
-            key, sep, value = part.partition("=")
-            if not sep or not key.strip():
-                raise argparse.ArgumentTypeError(
-                    f"method options must be key=value pairs; got {part!r} in {text!r}"
-                )
-            try:
-                options[key.strip()] = json.loads(value)
-            except json.JSONDecodeError:
-                options[key.strip()] = value.strip()
-    return match.group("name").strip(), options
+    from adaptable.experiments.spec import parse_method as parse
+
+    try:
+        return parse(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def seed_value(text: str) -> int:
@@ -516,7 +503,12 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
                 methods.append(parse_method(text))
             except argparse.ArgumentTypeError as err:
                 problems.append(str(err))
+        from adaptable.experiments.spec import drop_defaults
+
         methods = [(_folded(components, "method", name), options) for name, options in methods]
+        # an option at its default names the same experiment as no option (one spec key): kept,
+        # ``adaptable adaptable[preset=default]`` would count, and label, one experiment twice
+        methods = [(name, drop_defaults(name, options)) for name, options in methods]
         methods = list({_label(*method): method for method in methods}.values())
         problems += _unknown(components, args.datasets, args.models, args.scenarios, methods)
         built, unbuildable = _build_methods(components, methods)
@@ -1144,32 +1136,33 @@ def _main(argv: list[str] | None, components: Components | None) -> int:
     from adaptable.experiments.process import limit_threads
 
     limit_threads(args.threads)
+    from adaptable.experiments.store import report_skipped_lines
+
     started = time.perf_counter()
     handler = {"run": cmd_run, "reproduce": cmd_reproduce, "plot": cmd_plot}[args.command]
-    stored_before = _stored_count(args.results)
-    try:
-        code = handler(args, components)
-    except KeyboardInterrupt:
-        # Every finished experiment is already in the store (appended one by one): say so in
-        # one line instead of a traceback through the sweep's internals.
-        print(_interrupted_line(args.results, stored_before), file=sys.stderr, flush=True)
-        return EXIT_INTERRUPTED
+    # a damaged store line: one line on stderr, once however often the command reads the store
+    with report_skipped_lines(lambda message: print(f"warning: {message}", file=sys.stderr)):
+        stored_before = _stored_count(args.results)
+        try:
+            code = handler(args, components)
+        except KeyboardInterrupt:
+            # Every finished experiment is already in the store (appended one by one): say so
+            # in one line instead of a traceback through the sweep's internals.
+            print(_interrupted_line(args.results, stored_before), file=sys.stderr, flush=True)
+            return EXIT_INTERRUPTED
     print(f"wall time {time.perf_counter() - started:.1f} s")
     return code
 
 
 def _stored_count(path: str) -> int:
-    """How many finished experiments the results store at ``path`` holds (0 if none)."""
-    import warnings
-
+    """How many finished experiments the results store at ``path`` holds (0 if none); a
+    skipped line is reported as every read reports it (see :func:`_main`: once)."""
     from adaptable.experiments.store import ResultStore
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a bad line was reported when the sweep read it
-        try:
-            return len(ResultStore(path).completed())
-        except OSError:
-            return 0
+    try:
+        return len(ResultStore(path).completed())
+    except OSError:
+        return 0
 
 
 def _interrupted_line(path: str, stored_before: int) -> str:

@@ -51,7 +51,7 @@ def test_make_figures_from_the_toy_providers(tmp_path: Path) -> None:
         store=ResultStore(tmp_path / "r.jsonl"), context=CONTEXT, progress=False, method="prior",
     )  # fmt: skip
     for name, path in written.items():
-        assert path.endswith(f"{name}_toy_softmax_s0.png"), (name, path)
+        assert path.endswith(f"{name}_toy_softmax_prior_s0.png"), (name, path)
         assert Path(path).read_bytes()[:4] == b"\x89PNG"
     skipped = figures.make_figures(
         ["reliability"], dataset="nowhere", model="softmax", seed=0, out_dir=tmp_path,
@@ -206,3 +206,20 @@ def test_paper_table_figure_averages_each_column_over_datasets(tmp_path: Path) -
     assert path is not None and path.name == "corruptions_bars.png"
     assert drawn == {"Gaussian": {"Source": 50.0, "PL": 30.0}, "Uniform": {"Source": 10.0}}
     assert figures.paper_table_figure(frame, paper.TABLES["oracle"], tmp_path) is None
+
+
+def test_a_method_without_an_estimate_skips_the_figures_that_would_lack_it(
+    tmp_path: Path,
+) -> None:
+    # the toy source method records no label-distribution estimate: the figures would show the
+    # source model alone, and are reported as skipped rather than drawn without the method
+    written = figures.make_figures(
+        ["label_distribution", "js_divergence"],
+        dataset="toy", model="softmax", seed=0, out_dir=tmp_path,
+        store=ResultStore(tmp_path / "r.jsonl"), context=CONTEXT, progress=False, method="source",
+    )  # fmt: skip
+    assert written == dict.fromkeys(
+        ["label_distribution", "js_divergence"],
+        "skipped: source records no label-distribution estimate",
+    )
+    assert not list(tmp_path.glob("*.png"))

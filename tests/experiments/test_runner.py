@@ -440,3 +440,28 @@ def test_a_failed_source_model_fails_its_experiments_without_retraining(
         "source model failed: KeyError: \"toy model 'nomodel' unknown; use 'softmax'\""
     }
     assert capsys.readouterr().err == ""  # without a bar, the final report alone says it
+
+
+@pytest.mark.parametrize("foreign", [b"hello\n", None])
+def test_run_sweep_refuses_a_foreign_store_before_running_anything(
+    tmp_path: Path, foreign: bytes | None
+) -> None:
+    from adaptable.experiments.store import ResultsPathError
+
+    path = tmp_path / "foreign.txt"
+    if foreign is None:
+        path.mkdir()  # a folder
+    else:
+        path.write_bytes(foreign)
+
+    def untouchable(*args: object, **kwargs: object) -> None:
+        raise AssertionError("no source model may train for a store that cannot take records")
+
+    context = RunContext(
+        components=dataclasses.replace(testing.COMPONENTS, train_model=untouchable)
+    )
+    spec = ExperimentSpec("toy", "natural", "softmax", "source", 0)
+    with pytest.raises(ResultsPathError, match="foreign.txt"):
+        run_sweep([spec], ResultStore(path), context=context, progress=False)
+    if foreign is not None:
+        assert path.read_bytes() == foreign

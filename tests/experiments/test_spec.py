@@ -99,3 +99,30 @@ def test_runner_trains_with_the_recipe_and_draws_with_the_shift_options(tmp_path
     # two source models (one per recipe); the default recipe is not passed at all
     assert [extra for kind, extra in calls if kind == "train"] == [{}, {"recipe": "authors"}]
     assert [o for kind, o in calls if kind == "shift"] == [{}, {"convention": "authors_code"}]
+
+
+def test_an_option_at_its_default_leaves_the_key_as_without_it() -> None:
+    plain = ExperimentSpec("heloc", "natural", "mlp", "adaptable", 0)
+    spelled = ExperimentSpec("heloc", "natural", "mlp", "adaptable", 0, {"preset": "default"})
+    assert spelled == plain and spelled.key == plain.key == "heloc|natural|mlp|adaptable|seed=0"
+    assert spelled.label == "adaptable"
+    # a default among other options: only it is dropped; keys without defaults are unchanged
+    mixed = ExperimentSpec("heloc", "natural", "mlp", "adaptable", 0, {"preset": "paper"})
+    assert mixed.key == 'heloc|natural|mlp|adaptable|seed=0|{"preset":"paper"}'
+    alpha = ExperimentSpec("heloc", "natural", "mlp", "em", 0, {"alpha": 0.1, "tol": 1e-3})
+    assert alpha.option_dict == {"tol": 1e-3}
+    # a boolean is not a number's default; random_state=null is kept (the runner seeds it)
+    assert ExperimentSpec("h", "n", "m", "em", 0, {"max_iter": True}).options != ()
+    kept = ExperimentSpec("h", "n", "m", "adaptable", 0, {"random_state": None})
+    assert kept.option_dict == {"random_state": None}
+    # a name the registry lacks (a toy method) keeps every option
+    assert ExperimentSpec("h", "n", "m", "toy_x", 0, {"preset": "default"}).options != ()
+
+
+def test_grid_reads_the_cli_bracket_syntax_and_refuses_a_malformed_one_at_once() -> None:
+    (bracket,) = grid(["heloc"], ["natural"], ["mlp"], ["adaptable[preset=paper]"], [0])
+    (pair,) = grid(["heloc"], ["natural"], ["mlp"], [("adaptable", {"preset": "paper"})], [0])
+    assert bracket == pair and bracket.method == "adaptable"
+    assert grid(["h"], ["n"], ["m"], ["tent"], [0])[0].options == ()
+    with pytest.raises(ValueError, match="key=value"):
+        grid(["heloc"], ["natural"], ["mlp"], ["adaptable[preset]"], [0])

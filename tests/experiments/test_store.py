@@ -18,6 +18,7 @@ from adaptable.experiments.store import (
     RecordSchema,
     ResultsPathError,
     ResultStore,
+    SkippedLineWarning,
     check_results_path,
 )
 
@@ -143,6 +144,8 @@ def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         (b'{"a": 1}\n{"b": 2}\n', "not a record with a 'key'"),  # other JSON lines
         (b'{\n  "key": 1\n}\n', "first line is not JSON: '{'"),  # pretty-printed JSON
         (b"\x00\x01binary", "first line is not a JSON record"),
+        (b"{damaged\n{also damaged\n", "first line is not JSON: '{damaged'"),  # no record
+        (b"{damaged\nhello\n" + json.dumps(_toy_record()).encode() + b"\n", "not JSON"),
     ],
 )
 def test_a_file_that_is_not_a_store_is_refused_and_left_as_it_is(
@@ -178,6 +181,7 @@ def test_run_refuses_a_foreign_file_before_any_work(
         json.dumps(_toy_record()).encode(),  # a complete record without its newline
         b'{"key":"toy|natural|soft',  # the first record, torn by a killed writer
         b'{"key": "x"}\nnot json\n',  # a store whose later line is damaged (read skips it)
+        b'{"key":"x","sp\n{"key": "x"}\n',  # a store whose first line is damaged
     ],
 )
 def test_a_store_is_accepted_unchanged(tmp_path: Path, content: bytes) -> None:
@@ -293,3 +297,32 @@ def test_a_usage_error_creates_no_folder(
     argv[argv.index("source")] = "nomethod"
     _usage_error(argv, capsys)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_record_keyed_with_a_default_spelled_out_is_read_under_the_plain_key(
+    tmp_path: Path,
+) -> None:
+    # a store written before default-valued options left the key: its record still counts
+    plain = ExperimentSpec("toy", "natural", "softmax", "adaptable", 0)
+    key = 'toy|natural|softmax|adaptable|seed=0|{"preset":"default"}'
+    spec = {**plain.to_dict(), "options": {"preset": "default"}}
+    line = json.dumps({"key": key, "spec": spec, "metrics": {"accuracy": 0.5}})
+    (tmp_path / "r.jsonl").write_text(line + "\n")
+    (record,) = ResultStore(tmp_path / "r.jsonl").completed().values()
+    assert record["key"] == plain.key and ExperimentSpec.from_dict(record["spec"]) == plain
+
+
+def test_a_damaged_first_line_is_one_skipped_line_reported_once_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "r.jsonl"
+    assert cli.main(_run(str(path)), components=testing.COMPONENTS) == 0
+    record = path.read_bytes().rstrip(b"\n")
+    path.write_bytes(record[:40] + b"\n" + record + b"\n")
+    with pytest.warns(SkippedLineWarning, match=r"r\.jsonl:1: skipping a malformed line"):
+        assert list(ResultStore(path).completed()) == [_toy_record()["key"]]
+    capsys.readouterr()
+    # the CLI resumes it (the stored experiment is reused), saying so once, in one line
+    assert cli.main(_run(str(path)), components=NO_WORK) == 0
+    err = capsys.readouterr().err
+    assert err == f"warning: {path}:1: skipping a malformed line\n", err

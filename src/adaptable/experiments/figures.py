@@ -307,8 +307,14 @@ def make_figures(
 ) -> dict[str, str]:
     """Run (or reuse) what the figures need and draw them.
 
+    PNG files are named ``<figure>_<dataset>_<model>_s<seed>.png``; the figures that show the
+    method (label distribution, JS divergence, reliability, temperature vs MMD) add its name
+    before the seed when it is not ``adaptable`` (``js_divergence_heloc_mlp_em_s0.png``).
+
     Returns:
-        figure -> PNG path, or ``"skipped: reason"``.
+        figure -> PNG path, or ``"skipped: reason"``: e.g. the label-distribution and
+        JS-divergence figures where the method records no label-distribution estimate (they
+        would show the source model alone).
     """
     from adaptable.experiments.runner import run_sweep
 
@@ -325,6 +331,10 @@ def make_figures(
     def draw(name: str, fig: Any, stem: str) -> None:
         done[name] = str(plots.save_figure(fig, out_dir / f"{stem}.png"))
 
+    # the figures that show the method name it in their file unless it is the default one, so
+    # that ``--methods em`` draws beside ``adaptable``'s figure instead of over it
+    shown = "" if method == "adaptable" else f"_{method}"
+
     if {"label_distribution", "js_divergence"} & set(figures):
         base = by_key.get(ExperimentSpec(dataset, "natural", model, "source", seed).key)
         adapted = by_key.get(
@@ -333,6 +343,10 @@ def make_figures(
         if base is None or adapted is None:
             for name in ("label_distribution", "js_divergence"):
                 done[name] = f"skipped: experiments failed: {result.failures}"
+        elif all(v is None for v in adapted["traces"]["estimate"]):
+            # without the method's estimate both figures show the source model alone
+            for name in ("label_distribution", "js_divergence"):
+                done[name] = f"skipped: {method} records no label-distribution estimate"
         else:
             if "label_distribution" in figures:
                 dists = {
@@ -345,19 +359,22 @@ def make_figures(
                     dists[f"{method} estimate"] = estimate
                 classes = [str(k) for k in range(base["n_classes"])]
                 fig = plots.plot_label_distributions(dists, classes, f"Label distributions ({tag})")
-                draw("label_distribution", fig, f"label_distribution_{dataset}_{model}_s{seed}")
+                draw(
+                    "label_distribution",
+                    fig,
+                    f"label_distribution_{dataset}_{model}{shown}_s{seed}",
+                )
             if "js_divergence" in figures:
                 series = {
                     "before (model's mean prediction)": plots.js_per_batch(
                         base["traces"], "predicted"
-                    )
-                }
-                if any(v is not None for v in adapted["traces"]["estimate"]):
-                    series[f"after ({method}'s estimate)"] = plots.js_per_batch(
+                    ),
+                    f"after ({method}'s estimate)": plots.js_per_batch(
                         adapted["traces"], "estimate"
-                    )
+                    ),
+                }
                 fig = plots.plot_js_divergence(series, f"JS divergence per batch ({tag})")
-                draw("js_divergence", fig, f"js_divergence_{dataset}_{model}_s{seed}")
+                draw("js_divergence", fig, f"js_divergence_{dataset}_{model}{shown}_s{seed}")
 
     if set(CALIBRATION_FIGURES) & set(figures):
         try:
@@ -375,12 +392,12 @@ def make_figures(
                     "after calibration": analysis["after"],
                 }
                 fig = plots.plot_reliability(panels, f"Reliability ({tag})")
-                draw("reliability", fig, f"reliability_{dataset}_{model}_s{seed}")
+                draw("reliability", fig, f"reliability_{dataset}_{model}{shown}_s{seed}")
             if "temperature_mmd" in figures:
                 fig = plots.plot_temperature_vs_mmd(
                     analysis["points"], f"Temperature vs MMD ({tag})", analysis["degenerate"]
                 )
-                draw("temperature_mmd", fig, f"temperature_mmd_{dataset}_{model}_s{seed}")
+                draw("temperature_mmd", fig, f"temperature_mmd_{dataset}_{model}{shown}_s{seed}")
 
     if set(LATENT_FIGURES) & set(figures):
         latent = latent_analysis(dataset, model, seed, context)

@@ -39,7 +39,7 @@ from adaptable.experiments.process import (
 )
 from adaptable.experiments.report import progress_bar, say
 from adaptable.experiments.spec import DEFAULT_RECIPE, ExperimentSpec
-from adaptable.experiments.store import ResultStore
+from adaptable.experiments.store import ResultStore, check_results_path
 
 #: bump when the record layout or the way a metric is computed changes
 RECORD_VERSION = 1
@@ -746,8 +746,18 @@ def run_sweep(
             a source model trains, are printed above them; those of the experiments are kept
             in their records: :func:`~adaptable.experiments.report.warning_summary`).
         on_record: called with each new record (e.g. to print a line).
+
+    Raises:
+        ResultsPathError: before anything is read or run, a store path that is a folder or
+            a file that is not a results store; before anything is run, where experiments are
+            left to run, a store that cannot be written (see
+            :func:`~adaptable.experiments.store.check_results_path`; its missing folders are
+            created).
     """
     context = context or RunContext()
+    # a folder or a foreign file is refused before it is read, and a store that cannot take
+    # the records before any model trains, not at the first append after the work is done
+    check_results_path(store.path, write=False)
     executor = executor or LocalExecutor(workers=1)
     started = time.perf_counter()
     result = SweepResult()
@@ -765,6 +775,8 @@ def run_sweep(
     wanted = [s for s in unique.values() if s.dataset not in result.skipped]
     todo = [s for s in wanted if s.key not in done]
     result.reused = [s.key for s in wanted if s.key in done]
+    if todo:
+        check_results_path(store.path, write=True)
 
     sources = list(dict.fromkeys(s.source_key for s in todo))
     broken = _prepare_sources(sources, context, executor, progress)

@@ -4,6 +4,8 @@ where they differ from the defaults the source model's training recipe and the s
 >>> spec = ExperimentSpec("heloc", "natural", "mlp", "adaptable", 0, {"calibrator": "none"})
 >>> spec.key
 'heloc|natural|mlp|adaptable|seed=0|{"calibrator":"none"}'
+>>> ExperimentSpec("heloc", "natural", "mlp", "adaptable", 0, {"preset": "default"}).key
+'heloc|natural|mlp|adaptable|seed=0'
 >>> ExperimentSpec("heloc", "class_imbalance", "mlp", "source", 0, recipe="authors",
 ...                shift_options={"convention": "authors_code"}).key
 'heloc|class_imbalance|mlp|source|seed=0|recipe=authors|shift={"convention":"authors_code"}'
@@ -11,7 +13,10 @@ where they differ from the defaults the source model's training recipe and the s
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +46,71 @@ def _canonical_options(options: Mapping[str, Any] | None) -> tuple[tuple[str, An
     return tuple(sorted((k, _freeze(v)) for k, v in options.items()))
 
 
+#: options never dropped at their default value: the runner seeds a method whose options leave
+#: ``random_state`` out, so ``random_state=null`` given on purpose is another experiment
+_KEPT_AT_DEFAULT = frozenset({"random_state"})
+
+
+@functools.cache
+def method_defaults(method: str) -> Mapping[str, Any]:
+    """The constructor defaults of the registered method ``method`` (``adaptable.methods``),
+    as option values (lists as tuples); empty for a name the registry lacks (a test's toy
+    method) and for a method whose constructor takes ``**kwargs`` alone.
+
+    >>> method_defaults("adaptable")["preset"]
+    'default'
+    >>> dict(method_defaults("no_such_method"))
+    {}
+    """
+    try:
+        from adaptable.methods import method_class
+
+        cls = method_class(method)
+    except (ImportError, ValueError):
+        return {}
+    defaults: dict[str, Any] = {}
+    for name, parameter in inspect.signature(cls.__init__).parameters.items():
+        if parameter.default is not inspect.Parameter.empty and name not in _KEPT_AT_DEFAULT:
+            defaults[name] = _freeze(parameter.default)
+    return defaults
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    # a boolean is never the default of a number (``True == 1``), nor the other way round
+    if isinstance(value, bool) != isinstance(default, bool):
+        return False
+    try:
+        return bool(value == default)
+    except Exception:  # an exotic default whose comparison raises: keep the option
+        return False
+
+
+def without_defaults(
+    method: str, options: tuple[tuple[str, Any], ...]
+) -> tuple[tuple[str, Any], ...]:
+    """``options`` (canonical, as :class:`ExperimentSpec` keeps them) less those equal to the
+    registered method's constructor default: ``adaptable[preset=default]`` is ``adaptable``,
+    one experiment under one key (see :func:`method_defaults`)."""
+    return tuple(drop_defaults(method, dict(options)).items())
+
+
+def drop_defaults(method: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` in their order, less those equal to the registered method's constructor
+    default (:func:`method_defaults`).
+
+    >>> drop_defaults("adaptable", {"preset": "default", "calibrator": "platt"})
+    {'calibrator': 'platt'}
+    """
+    if not options:
+        return dict(options)
+    defaults = method_defaults(method)
+    return {
+        name: value
+        for name, value in options.items()
+        if not (name in defaults and _is_default(_freeze(value), defaults[name]))
+    }
+
+
 def _freeze(value: Any) -> Any:
     # Lists become tuples so that the spec stays hashable.
     if isinstance(value, list | tuple):
@@ -60,6 +130,9 @@ class ExperimentSpec:
         seed: seeds the source model, the stream order and the method.
         options: keyword options passed to the method (e.g. ``{"calibrator": "platt"}``); they
             are part of the key, so an ablation or a hyperparameter value is its own experiment.
+            An option equal to the registered method's constructor default is dropped (except
+            ``random_state``: see :func:`without_defaults`), so that spelling a default out
+            names the same experiment, under the same key, as leaving it out.
         batch_size: rows per test batch.
         feedback_share: share of each batch's rows whose labels the method receives later
             (``partial_fit``), in [0, 1]; 0: no labels (the protocol of every other table).
@@ -106,6 +179,7 @@ class ExperimentSpec:
             if not (isinstance(value, Mapping) or value is None):
                 value = dict(value)
             object.__setattr__(self, name, _canonical_options(value))
+        object.__setattr__(self, "options", without_defaults(self.method, self.options))
         self._check_feedback()
 
     def _check_feedback(self) -> None:
@@ -138,6 +212,13 @@ class ExperimentSpec:
     @property
     def key(self) -> str:
         """A stable string identifying the experiment in the results store."""
+        return self.key_with(self.option_dict)
+
+    def key_with(self, options: Mapping[str, Any]) -> str:
+        """The key this experiment has with the method options ``options`` in place of its
+        own: with the options a stored record spells out (defaults included), the key a store
+        written before defaults were dropped holds for it."""
+        options = _plain(_canonical_options(options))
         parts = [self.dataset, self.scenario, self.model, self.method, f"seed={self.seed}"]
         if self.batch_size != BATCH_SIZE:
             parts.append(f"batch={self.batch_size}")
@@ -145,8 +226,8 @@ class ExperimentSpec:
             parts.append(f"recipe={self.recipe}")
         if self.shift_options:
             parts.append("shift=" + _json(self.shift_option_dict))
-        if self.options:
-            parts.append(_json(self.option_dict))
+        if options:
+            parts.append(_json(options))
         if self.feedback is not None:
             parts.append(f"feedback={self.feedback_share:g}@{self.feedback_delay}")
         return "|".join(parts)
@@ -218,6 +299,37 @@ def _json(options: Mapping[str, Any]) -> str:
     return json.dumps(options, sort_keys=True, separators=(",", ":"))
 
 
+_METHOD_PATTERN = re.compile(r"^(?P<name>[^\[\]]+)(\[(?P<options>.*)\])?$")
+
+
+def parse_method(text: str) -> tuple[str, dict[str, Any]]:
+    """A method as the CLI spells it, ``NAME`` or ``NAME[key=value,...]``, as ``(name,
+    options)``; values are read as JSON where they parse (numbers, booleans), else strings.
+
+    >>> parse_method("adaptable[calibrator=none,alpha=0.2]")
+    ('adaptable', {'calibrator': 'none', 'alpha': 0.2})
+
+    Raises:
+        ValueError: a text that is not ``NAME`` or ``NAME[key=value,...]``.
+    """
+    match = _METHOD_PATTERN.match(text.strip())
+    if not match:
+        raise ValueError(f"expected a method as NAME or NAME[key=value,...]; got {text!r}")
+    options: dict[str, Any] = {}
+    if match.group("options"):
+        for part in match.group("options").split(","):
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip():
+                raise ValueError(
+                    f"method options must be key=value pairs; got {part!r} in {text!r}"
+                )
+            try:
+                options[key.strip()] = json.loads(value)
+            except json.JSONDecodeError:
+                options[key.strip()] = value.strip()
+    return match.group("name").strip(), options
+
+
 def grid(
     datasets: list[str],
     scenarios: list[str],
@@ -228,15 +340,23 @@ def grid(
 ) -> list[ExperimentSpec]:
     """Every combination, ordered so that experiments sharing a source model are adjacent.
 
-    ``methods`` items are names or ``(name, options)`` pairs.
+    ``methods`` items are names, names with options in the CLI's brackets
+    (``"adaptable[preset=paper]"``, read by :func:`parse_method`), or ``(name, options)`` pairs.
+
+    >>> grid(["heloc"], ["natural"], ["mlp"], ["adaptable[preset=paper]"], [0])[0].key
+    'heloc|natural|mlp|adaptable|seed=0|{"preset":"paper"}'
+
+    Raises:
+        ValueError: a method text that is not ``NAME`` or ``NAME[key=value,...]``, and as
+            :class:`ExperimentSpec` (all raised before any spec is returned).
     """
+    parsed = [parse_method(m) if isinstance(m, str) else m for m in methods]
     out: list[ExperimentSpec] = []
     for dataset in datasets:
         for model in models:
             for seed in seeds:
                 for scenario in scenarios:
-                    for method in methods:
-                        name, options = (method, {}) if isinstance(method, str) else method
+                    for name, options in parsed:
                         out.append(
                             ExperimentSpec(
                                 dataset, scenario, model, name, seed, options, batch_size

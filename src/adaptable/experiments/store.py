@@ -7,8 +7,10 @@ the next append adds the newline instead. Every line is checked against :class:`
 read; a line that fails (no ``spec``, a key that does not match its spec, no ``metrics``) is
 skipped with a warning and so does not count as finished work.
 
-A file is a results store when it is empty or its first line is a JSON object with a ``key``
-(a lone unfinished first line is a record torn by a killed writer). Any other file is refused,
+A file is a results store when it is empty or holds a record (a JSON object with a ``key``)
+preceded by nothing but damaged records (lines that start with ``{`` and do not parse, which
+reading skips); a lone unfinished first line is a record torn by a killed writer. Any other file
+(a CSV, other JSON, a text file of damaged lines alone...) is refused,
 by :func:`check_results_path` before a sweep starts and by :meth:`ResultStore.append`, and is
 never modified.
 
@@ -27,6 +29,8 @@ import os
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +41,50 @@ try:  # POSIX file locks keep two sweeps appending to one store from interleavin
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
+
+
+class SkippedLineWarning(UserWarning):
+    """A results-store line that reading skipped; the message is ``FILE:N: what is wrong``."""
+
+
+#: where :meth:`ResultStore.records` reports skipped lines while :func:`report_skipped_lines`
+#: is in force (with the messages already reported); ``None``: as warnings
+_SKIPPED_LINE_SINK: ContextVar[tuple[Callable[[str], object], set[str]] | None] = ContextVar(
+    "skipped_line_sink", default=None
+)
+
+
+@contextmanager
+def report_skipped_lines(say: Callable[[str], object]) -> Iterator[None]:
+    """Inside, each line the store readers skip goes to ``say`` as ``FILE:N: problem``, once
+    however often the store is read (a command reads it several times), instead of being
+    issued as a :class:`SkippedLineWarning` (shown by Python with a source line, or gathered
+    with the warnings of drawing or sweeping).
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "r.jsonl"
+    >>> _ = path.write_bytes(b"{damaged\\n")
+    >>> with report_skipped_lines(lambda message: print(Path(message).name)):
+    ...     _ = ResultStore(path).completed(), ResultStore(path).completed()
+    r.jsonl:1: skipping a malformed line
+    """
+    token = _SKIPPED_LINE_SINK.set((say, set()))
+    try:
+        yield
+    finally:
+        _SKIPPED_LINE_SINK.reset(token)
+
+
+def _skipped(message: str) -> None:
+    sink = _SKIPPED_LINE_SINK.get()
+    if sink is None:
+        # stacklevel 3: the caller of records() / completed(), not this module
+        warnings.warn(message, SkippedLineWarning, stacklevel=3)
+        return
+    say, reported = sink
+    if message not in reported:
+        reported.add(message)
+        say(message)
 
 
 class RecordError(ValueError):
@@ -52,7 +100,10 @@ class RecordSchema:
     """The fields every stored record must carry; the rest (traces, timings...) ride along.
 
     Attributes:
-        key: the experiment key; must equal ``spec.key``.
+        key: the experiment key: ``spec.key``. A record's ``key`` must equal it, or be the
+            key its spec had with its options spelled out as stored (a record written before
+            options at their method's default were left out of keys): that record stands for
+            the same experiment, and :meth:`ResultStore.records` gives it under ``spec.key``.
         spec: the experiment, rebuilt from the record's ``spec`` mapping.
         metrics: metric name -> number (NaN allowed: a metric can be undefined).
 
@@ -88,7 +139,7 @@ class RecordSchema:
             spec = ExperimentSpec.from_dict(record["spec"])
         except (KeyError, TypeError, ValueError) as err:
             raise RecordError(f"'spec' does not describe an experiment: {err!r}") from err
-        if spec.key != key:
+        if spec.key != key and not _spelled_out(spec, record["spec"], key):
             raise RecordError(f"'key' {key!r} does not match its spec (whose key is {spec.key!r})")
         metrics = record["metrics"]
         if not isinstance(metrics, Mapping):
@@ -96,7 +147,17 @@ class RecordSchema:
         for name, value in metrics.items():
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise RecordError(f"metric {name!r} must be a number; got {value!r}")
-        return cls(key, spec, dict(metrics))
+        return cls(spec.key, spec, dict(metrics))
+
+
+def _spelled_out(spec: ExperimentSpec, data: Mapping[str, Any], key: str) -> bool:
+    """Whether ``key`` is the key of ``spec`` with the options of the stored ``data`` spelled
+    out as given, defaults included: the key a record written before
+    :class:`ExperimentSpec` dropped default-valued options holds for the same experiment."""
+    try:
+        return spec.key_with(dict(data.get("options") or {})) == key
+    except (TypeError, ValueError):
+        return False
 
 
 class ResultStore:
@@ -116,8 +177,10 @@ class ResultStore:
         """Every valid record in file order.
 
         A torn last line (a killed writer) is skipped silently: it is simply unfinished work.
-        Any other line that is not JSON or fails :class:`RecordSchema` is skipped with a warning
-        naming the file, the line and the problem.
+        Any other line that is not JSON or fails :class:`RecordSchema` is skipped with a
+        :class:`SkippedLineWarning` naming the file, the line and the problem (or a report to
+        :func:`report_skipped_lines`' receiver). A record whose key spells out options at
+        their method's default comes under its spec's key (see :class:`RecordSchema`).
         """
         if not self.path.exists():
             return
@@ -131,13 +194,15 @@ class ResultStore:
                 record = json.loads(line)
             except (json.JSONDecodeError, UnicodeDecodeError):
                 if number < len(lines):
-                    warnings.warn(f"{self.path}:{number}: skipping a malformed line", stacklevel=2)
+                    _skipped(f"{self.path}:{number}: skipping a malformed line")
                 continue
             try:
-                RecordSchema.validate(record)
+                schema = RecordSchema.validate(record)
             except RecordError as err:
-                warnings.warn(f"{self.path}:{number}: skipping a record: {err}", stacklevel=2)
+                _skipped(f"{self.path}:{number}: skipping a record: {err}")
                 continue
+            if schema.key != record["key"]:  # defaults spelled out: one experiment, one key
+                record = {**record, "key": schema.key, "spec": schema.spec.to_dict()}
             yield record
 
     def completed(self, device: str | None = None) -> dict[str, dict[str, Any]]:
@@ -301,34 +366,59 @@ def _probe_folder(folder: Path) -> None:
 def _foreign_content(fd: int) -> str | None:
     """Why the open file ``fd`` is not a results store, or None when it is one.
 
-    Only the first non-blank line is read: a store's first line is a record (a JSON object
-    with a ``key``), or, when it is the only line and unfinished, a record torn by a killed
-    writer (it starts with ``{``).
+    A store's lines are records (JSON objects with a ``key``), blank lines, and damaged
+    records: lines that start with ``{`` but do not parse (a line mangled by hand, or torn by a
+    killed writer), which reading skips. Lines are read up to the first record, so a store is
+    usually told from its first line: the file is a store when a record follows nothing but
+    damaged records, or when it holds one unfinished line starting with ``{`` (the first record,
+    torn). A line that does not start with ``{``, or parses as something other than a record,
+    before any record, makes a foreign file, as does a file of damaged lines alone; the problem
+    named is that of its first line.
     """
-    first, position, chunk, complete = b"", 0, 65536, False
+    first: str | None = None
+    lines = 0
+    for line, complete in _lines(fd):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        lines += 1
+        try:
+            record = json.loads(stripped)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            record = None
+            problem = (
+                f"its first line is not JSON: {_preview(stripped)}"
+                if stripped.startswith(b"{")
+                else f"its first line is not a JSON record: {_preview(stripped)}"
+            )
+            if not complete and lines == 1 and stripped.startswith(b"{"):
+                return None  # the first record, torn by a killed writer
+            if not stripped.startswith(b"{"):
+                return first or problem
+            first = first or problem
+            continue
+        if isinstance(record, dict) and isinstance(record.get("key"), str):
+            return None
+        return first or f"its first line is not a record with a 'key': {_preview(stripped)}"
+    return first
+
+
+def _lines(fd: int, chunk: int = 65536) -> Iterator[tuple[bytes, bool]]:
+    """The lines of the open file ``fd`` from its start (without their newlines), each with
+    whether it ended in a newline; read a chunk at a time, so that a caller that stops at the
+    first line reads little of a large file."""
+    position, pending = 0, b""
     while True:
         data = os.pread(fd, chunk, position)
         if not data:
             break
         position += len(data)
-        first += data
-        stripped = first.lstrip()
-        if stripped and not stripped.startswith(b"{"):
-            return f"its first line is not a JSON record: {_preview(stripped)}"
-        end = stripped.find(b"\n")
-        if end >= 0:
-            first, complete = stripped[:end], True
-            break
-    first = first.strip()
-    if not first:
-        return None
-    try:
-        record = json.loads(first)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None if not complete else f"its first line is not JSON: {_preview(first)}"
-    if not isinstance(record, dict) or not isinstance(record.get("key"), str):
-        return f"its first line is not a record with a 'key': {_preview(first)}"
-    return None
+        pending += data
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            yield line, True
+    if pending:
+        yield pending, False
 
 
 def _preview(line: bytes) -> str:
