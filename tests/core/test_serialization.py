@@ -135,6 +135,9 @@ def _set_param(key: str, value) -> Callable[[dict, dict], None]:
         # the fit's DataFrame columns: distinct names
         ("none", _set_meta("columns", ["a", "a"]), "columns"),
         ("none", _set_meta("columns", "a"), "columns"),
+        # the stream so far: a count of batches and the last batch's fields
+        ("none", _set_meta("stream", {"n_batches": -1}), "stream"),
+        ("none", _set_meta("stream", {"n_batches": 2, "target_prior": [0.5]}), "stream"),
     ],
 )
 def test_load_refuses_naming_the_field(
@@ -172,3 +175,29 @@ def test_load_refuses_a_model_of_other_classes(synthetic, tmp_path) -> None:
         loaded.predict(X[:4]).tolist()
         == loaded.classes_[loaded.predict_proba(X[:4]).argmax(1)].tolist()
     )
+
+
+@pytest.mark.parametrize("preset", ["default", "paper"])
+def test_the_state_goes_on_from_where_it_was_saved(synthetic, tmp_path, preset) -> None:
+    """A loaded adapter's state counts the batches it was saved with and shows the saved last
+    batch's rule, prior and statistic (its per-row arrays are not kept) until the next one."""
+    X = synthetic.train.X[synthetic.numerical].to_numpy()
+    model = LogisticRegression().fit(X, synthetic.train.y)
+    options = {"calibrator": "none", "random_state": 0, "preset": preset}
+    method = AdapTable(**options).fit(model, X, synthetic.train.y, X[:200], synthetic.train.y[:200])
+    for start in range(0, 192, 64):
+        method.predict(X[start : start + 64])
+    method.save(tmp_path / "s.safetensors")
+    loaded = AdapTable.load(tmp_path / "s.safetensors", model=model)
+    before, after = method.state, loaded.state
+    assert after.n_batches == before.n_batches == 3
+    assert after.decision_rule == before.decision_rule
+    assert after.prior_shift_statistic == before.prior_shift_statistic
+    np.testing.assert_array_equal(after.target_prior, before.target_prior)
+    assert after.temperatures is None and after.uncertainty is None
+    for adapter in (method, loaded):
+        adapter.predict(X[192:256])
+    assert loaded.state.n_batches == method.state.n_batches == 4
+    np.testing.assert_array_equal(loaded.state.uncertainty, method.state.uncertainty)
+    loaded.reset()
+    assert loaded.state.n_batches == 0 and loaded.state.decision_rule is None

@@ -46,7 +46,10 @@ class AdapTableState:
         temperatures: the calibrator's per-row T_i of the last batch, (n,) (NaN where none).
         recalibration_temperatures: the per-row T~_i of the last batch (T, 1 or 1/T), (n,).
         uncertainty: delta_i of the last batch, (n,).
-        n_batches: batches adapted since fit / reset / load.
+        n_batches: batches adapted since fit / reset (a loaded adapter goes on from the
+            count it was saved with; after a load ``target_prior``, ``decision_rule`` and
+            ``prior_shift_statistic`` are the saved last batch's, its per-row arrays
+            ``None``).
         decision_rule: default preset: the rule used on the last batch, ``"source"``,
             ``"balanced"``, ``"plugin"``, ``"between"`` or ``"label_shift"``.
         shift_statistic: default preset: the label-shift test's z-score now (small: the
@@ -245,6 +248,8 @@ class AdapTable(LateLabels, TestTimeMethod):
         self.post_training_ = getattr(self.calibrator_, "report", None)
         self._needs_features = self.decider_.needs_features or self.calibrator_.needs_shift_trend
         self._last: tuple[Decision, np.ndarray] | None = None
+        #: the last batch's fields a file held, until a batch is adapted after the load
+        self._saved_last: dict[str, Any] | None = None
         self._n_batches = 0
 
     def _check_batch(self, X_batch: Any) -> int:
@@ -335,13 +340,19 @@ class AdapTable(LateLabels, TestTimeMethod):
         """Back to the state right after fit (the online estimates and tests forget the stream)."""
         self._check_fitted()
         self.decider_.reset()
-        self._last, self._n_batches = None, 0
+        self._last, self._saved_last, self._n_batches = None, None, 0
 
     @property
     def state(self) -> AdapTableState:
         """Current target-label estimate and the last batch's diagnostics (AdapTableState)."""
         self._check_fitted()
         last, temperatures = self._last if self._last is not None else (None, None)
+        saved = getattr(self, "_saved_last", None)
+        if last is None and saved is not None:
+            last = Decision(
+                np.zeros((0, self.n_classes_)), saved["target_prior"], self.decider_.online_prior,
+                None, None, saved["rule"], None, saved["prior_shift_statistic"],
+            )  # fmt: skip
         return AdapTableState(
             source_prior=self.source_prior_.copy(),
             temperature=self.temperature_,
@@ -396,6 +407,9 @@ class AdapTable(LateLabels, TestTimeMethod):
         method.calibrator_, method.decider_ = saved.calibrator, saved.decider
         method.columns_ = None if saved.columns is None else FittedColumns(saved.columns)
         method._start(None)
+        if saved.stream is not None:  # the state goes on where it was saved
+            method._n_batches = saved.stream["n_batches"]
+            method._saved_last = saved.stream if saved.stream["n_batches"] else None
         return method
 
 

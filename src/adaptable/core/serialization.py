@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import os
 import warnings
 from dataclasses import dataclass
@@ -55,6 +56,8 @@ class SavedAdapTable:
     decider: Any
     #: the DataFrame columns of fit, where the file names them
     columns: pd.Index | None = None
+    #: the stream so far (:func:`_stream`), where the file holds it
+    stream: dict[str, Any] | None = None
 
 
 def write(method: Any, path: str | os.PathLike[str]) -> None:
@@ -82,6 +85,7 @@ def write(method: Any, path: str | os.PathLike[str]) -> None:
     }
     if method.encoder_ is not None:
         meta["encoder"] = method.encoder_.to_dict()
+    meta["stream"] = _stream_of(method.state)
     columns = getattr(method, "columns_", None)
     names = None if columns is None else columns.to_list()
     if names is not None:
@@ -186,7 +190,50 @@ def _read_parts(reader: StateReader, cls: type) -> SavedAdapTable:
     calibrator = load_calibrator(expected, context)
     decider = decider_class.from_state(context)
     reader.no_unexpected_tensors()
-    return SavedAdapTable(params, classes, prior, encoder, calibrator, decider, _columns(reader))
+    return SavedAdapTable(
+        params, classes, prior, encoder, calibrator, decider, _columns(reader),
+        _stream(reader, n_classes),
+    )  # fmt: skip
+
+
+def _stream_of(state: Any) -> dict[str, Any]:
+    """The stream so far as JSON: the batches adapted and the last batch's rule, target prior
+    and likelihood-ratio statistic (its per-row arrays are not kept)."""
+    statistic = state.prior_shift_statistic
+    target = state.target_prior
+    return {
+        "n_batches": int(state.n_batches),
+        "rule": state.decision_rule,
+        "prior_shift_statistic": None
+        if statistic is None or not math.isfinite(statistic)
+        else float(statistic),
+        "target_prior": None if target is None else [float(v) for v in target],
+    }
+
+
+def _stream(reader: StateReader, n_classes: int) -> dict[str, Any] | None:
+    """:func:`_stream_of`'s entry, checked; ``None`` where the file holds none (written before
+    it was kept: the loaded adapter counts its batches from 0)."""
+    if "stream" not in reader.meta:
+        return None
+    stream = reader.field("stream", dict)
+    count, rule = stream.get("n_batches"), stream.get("rule")
+    statistic, target = stream.get("prior_shift_statistic"), stream.get("target_prior")
+    number = (int, float)
+    if (
+        not isinstance(count, int) or isinstance(count, bool) or count < 0
+        or not (rule is None or isinstance(rule, str))
+        or not (statistic is None or isinstance(statistic, number) and math.isfinite(statistic))
+        or not (target is None or isinstance(target, list) and len(target) == n_classes
+                and all(isinstance(v, number) and 0 <= v <= 1 for v in target))
+    ):  # fmt: skip
+        raise reader.error("stream", "must hold a count of batches and the last batch's rule")
+    return {
+        "n_batches": count,
+        "rule": rule,
+        "prior_shift_statistic": None if statistic is None else float(statistic),
+        "target_prior": None if target is None else np.array(target, dtype=np.float64),
+    }
 
 
 def _columns(reader: StateReader) -> pd.Index | None:
