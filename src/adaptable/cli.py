@@ -15,7 +15,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import textwrap
 import time
 from collections.abc import Callable, Sequence
@@ -598,35 +597,26 @@ def _data_dir_problems(args: argparse.Namespace) -> list[str]:
 
 
 def _folder_problem(path: str) -> str | None:
-    """Why ``path`` cannot be (or become) a folder to write in, found before any work by
-    creating its missing folders and removing them again: a file on the way, no permission,
-    a place where nothing can be created (``/proc/x``); ``None`` where nothing stands in the
-    way."""
+    """Why ``path`` cannot be (or become) a folder to write in, found before any work and
+    leaving nothing behind: a file on the way, or a nearest existing folder where no file can
+    be written (no permission, a read-only mount, ``/proc``: the store's probe); ``None``
+    where nothing stands in the way."""
+    from adaptable.experiments.store import probe_folder
+
     if not path:
         return "an empty path; name a folder"
     target = Path(path)
-    if target.is_dir():
-        if not os.access(target, os.W_OK):
-            return f"no permission to write in {path!r}"
-        try:  # root passes os.access anywhere, yet cannot write in /proc: try it
-            with tempfile.TemporaryFile(dir=target):
-                pass
-        except OSError as err:
-            return f"cannot write in {path!r} ({_os_reason(err)})"
-        return None
-    if target.exists():
+    if target.exists() and not target.is_dir():
         return f"{path!r} is not a folder"
-    missing = [target]
-    while not missing[-1].parent.exists() and missing[-1].parent != missing[-1]:
-        missing.append(missing[-1].parent)
-    if not missing[-1].parent.is_dir():
-        return f"{str(missing[-1].parent)!r} is not a folder"
+    folder = target
+    while not folder.exists():  # the nearest folder that is there: the rest gets made in it
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{str(folder)!r} is not a folder"
     try:
-        target.mkdir(parents=True)
+        probe_folder(folder)
     except OSError as err:
-        return _os_reason(err)
-    for folder in missing:  # the probe leaves nothing behind; the command creates them later
-        folder.rmdir()
+        return f"cannot write in {str(folder)!r} ({_os_reason(err)})"
     return None
 
 

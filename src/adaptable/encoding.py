@@ -50,6 +50,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from adaptable.values import python_value
+
 #: a batch warns when more than this share of its categorical values were never seen at fit time
 UNSEEN_WARNING_SHARE = 0.5
 #: batches with fewer rows are described by counts ("1 of the 1 categorical value in this batch
@@ -833,15 +835,10 @@ def _not_numbers_message(frame: pd.DataFrame, columns: Sequence[object], err: Ex
     row = _first_failing(cells)
     if row is None:  # a column that fails as a whole (its dtype), not in one cell
         return f"{named}: {err}"
-    label = _plain(series.index[row])
-    value = repr(_plain(cells[row]))
+    label = python_value(series.index[row])
+    value = repr(python_value(cells[row]))
     value = value if len(value) <= 60 else value[:57] + "..."
     return f"{named}, but row {label!r}{of} holds {value}."
-
-
-def _plain(value: object) -> object:
-    """A numpy scalar as its Python value, for a message (``5``, not ``np.int64(5)``)."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _first_failing(cells: np.ndarray) -> int | None:

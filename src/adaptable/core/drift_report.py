@@ -50,6 +50,7 @@ from adaptable.core.drift_log_state import SCALARS, BatchRecord, DriftLogState
 from adaptable.core.feedback.prior import dirichlet_interval
 from adaptable.core.heldout_estimate import class_offsets, realised_variance, stream_estimates
 from adaptable.core.label_corrected import ResidualSums
+from adaptable.values import python_value
 
 #: predicted class codes kept for matching late labels to their rows
 PREDICTION_ROWS = 1 << 16
@@ -580,10 +581,8 @@ def _scores(matrices: np.ndarray, objective: str) -> np.ndarray:
 def _conflict(row: int, first: Any, second: Any, classes: Any) -> ValueError:
     """The error for a row given two different labels (codes, named by ``classes``)."""
     first, second = int(first), int(second)
-    if classes is not None:  # the user's labels, as Python values (numpy's repr is noisy)
-        first, second = (
-            getattr(c, "item", lambda c=c: c)() for c in (classes[first], classes[second])
-        )
+    if classes is not None:  # the user's labels
+        first, second = python_value(classes[first]), python_value(classes[second])
     return ValueError(
         f"adaptable: row {row} was given two different labels, {first!r} and {second!r}; a "
         "row has one label, and a label once given is kept."

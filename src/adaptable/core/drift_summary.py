@@ -60,6 +60,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from adaptable.values import python_value
+
 if TYPE_CHECKING:
     from adaptable.core.drift_report import DriftLog
 
@@ -318,13 +320,8 @@ def summarise(
         tolerance=float(tolerance),
         deviations=float(deviations),
         verdict=verdict,
-        classes=None if classes is None else tuple(_plain(k) for k in classes),
+        classes=None if classes is None else tuple(python_value(k) for k in classes),
     )
-
-
-def _plain(label: Any) -> Any:
-    """A label as a Python value (numpy scalars print and serialise noisily)."""
-    return label.item() if isinstance(label, np.generic) else label
 
 
 def _points(value: float) -> str:

@@ -18,8 +18,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
+
+from adaptable.values import python_value
 
 
 class FittedColumns:
@@ -74,7 +75,7 @@ class FittedColumns:
         """The names for a file's JSON metadata (numpy scalars as Python values); ``None``
         where a name is no string, integer or finite float (a tuple of a MultiIndex, a date):
         those are not saved, and a loaded adapter passes batches as given."""
-        names = [n.item() if isinstance(n, np.generic) else n for n in self.names.tolist()]
+        names = [python_value(n) for n in self.names.tolist()]
         return names if all(is_saved_name(n) for n in names) else None
 
 

@@ -40,6 +40,8 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_consistent_length, column_or_1d
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
 
+from adaptable.values import python_value
+
 
 @dataclass(frozen=True)
 class SourceData:
@@ -180,13 +182,10 @@ class TestTimeMethod(ClassifierMixin, BaseEstimator, ABC):
         y = column_or_1d(y, warn=True)
         if self.classes_ is None:
             return y.astype(np.int64)
-        missing = np.flatnonzero(pd.isna(y)) if y.dtype.kind in "fcOUSM" else ()
-        if len(missing):  # before the search, which fails or calls a gap an unseen label
-            raise ValueError(
-                f"{self.name}: {what} holds {len(missing)} missing label(s) (NaN, None or NA), "
-                f"first at position {missing[0]}; leave out the rows whose labels are not known "
-                "yet."
-            )
+        # before the search, which fails or calls a gap an unseen label
+        _refuse_missing_labels(
+            y, self.name, what, "leave out the rows whose labels are not known yet"
+        )
         codes = np.searchsorted(self.classes_, y)
         known = (codes < len(self.classes_)) & (
             self.classes_[np.minimum(codes, len(self.classes_) - 1)] == y
@@ -216,12 +215,7 @@ def _encode_labels(
             raise ValueError(f"{owner}: {what}: {err}") from err
         # Before scikit-learn's checks, which call a gap "Unknown label type: unknown" (numbers)
         # or fail sorting it among strings.
-        missing = np.flatnonzero(pd.isna(y))
-        if missing.size:
-            raise ValueError(
-                f"{owner}: {what} holds {missing.size} missing label(s) (NaN, None or NA), "
-                f"first at row {missing[0]}; drop those rows or give them a label."
-            )
+        _refuse_missing_labels(y, owner, what, "drop those rows or give them a label", "row")
         try:
             check_classification_targets(y)
             check_consistent_length(X, y)
@@ -269,26 +263,40 @@ def check_model_classes(model: Any, classes: np.ndarray, owner: str) -> None:
         )
 
 
+def _refuse_missing_labels(
+    y: np.ndarray, owner: str, what: str, advice: str, where: str = "position"
+) -> None:
+    """Refuse labels (1-D, as read) holding NaN, None or NA, naming the first one's ``where``
+    (its position in ``y``: a row of fit's table, or a position in ``partial_fit``'s labels)."""
+    if y.dtype.kind not in "fcOUSM":  # integers and booleans hold no gap
+        return
+    missing = np.flatnonzero(pd.isna(y))
+    if missing.size:
+        raise ValueError(
+            f"{owner}: {what} holds {missing.size} missing label(s) (NaN, None or NA), "
+            f"first at {where} {missing[0]}; {advice}."
+        )
+
+
 def _refuse_mixed_labels(y: Any, owner: str, what: str) -> None:
     """Refuse labels that mix strings with other values, before numpy reads them: a list
     becomes all strings ('0' beside the model's 0) and an object array cannot be sorted
-    (scikit-learn calls it "Unknown label type")."""
+    (scikit-learn calls it "Unknown label type"). Missing values are not counted as other
+    values (the missing-label check names them)."""
     if isinstance(y, list | tuple):
-        values = y
+        if np.asarray(y).dtype.kind not in "UO":  # no string among them
+            return
+        values = np.asarray(y, dtype=object)
     else:
         array = getattr(y, "values", y)  # a pandas Series' own values, not a copy
         dtype = getattr(array, "dtype", None)
         if dtype is None or getattr(dtype, "kind", None) != "O":
             return
-        values = np.asarray(array).ravel()
-    # (missing values are the missing-label check's to name)
-    missing = pd.isna(np.asarray(values, dtype=object))
-    text = [isinstance(v, str) or gap for v, gap in zip(values, missing, strict=True)]
-    words = [isinstance(v, str) for v in values]
-    if any(words) and not all(text):
-        word = values[words.index(True)]
-        other = values[text.index(False)]
-        other = other.item() if isinstance(other, np.generic) else other
+        values = np.asarray(array, dtype=object).ravel()
+    words = np.fromiter((isinstance(v, str) for v in values), dtype=bool, count=len(values))
+    others = ~words & ~pd.isna(values)
+    if words.any() and others.any():
+        word, other = values[words.argmax()], python_value(values[others.argmax()])
         raise ValueError(
             f"{owner}: {what} mixes strings and other labels (e.g. {other!r} and {word!r}); "
             "give every label the same type."

@@ -209,8 +209,9 @@ class LabelledRows:
             # the correction is drawn towards label-shift correction at the combined prior
             # (where the labels dropped a misled unlabelled estimate, at theirs alone)
             base_offset=np.log(target / source) if label_shift else no_shift,
-            decide_on=floored_log(reservoir),
-            stream=self._stream_evidence(reservoir, target, moment_accepts),
+            # (both read only when the labels' rule comparison or the correction's refit is due)
+            decide_on=lambda: floored_log(reservoir),
+            stream=lambda: self._stream_evidence(reservoir, target, moment_accepts),
             stream_rows=estimate.n_seen,
         )
         proba = decision.proba

@@ -207,7 +207,10 @@ def _stream_of(state: Any) -> dict[str, Any]:
         "prior_shift_statistic": None
         if statistic is None or not math.isfinite(statistic)
         else float(statistic),
-        "target_prior": None if target is None else [float(v) for v in target],
+        # (a prior with a gap is not kept: the file must load, and its check refuses NaN)
+        "target_prior": None
+        if target is None or not np.all(np.isfinite(target))
+        else [float(v) for v in target],
     }
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from adaptable.encoding import kinds_by_dtype
+from adaptable.values import python_value
 
 DATA_DIR_ENV = "ADAPTABLE_DATA_DIR"
 
@@ -254,9 +255,8 @@ def require_numbers(
             problem = "holds true/false values"
         elif text.any():
             position = int(np.flatnonzero(text.to_numpy())[0])
-            problem = (
-                f"must hold numbers, but {where(position)} holds {_plain(values.iloc[position])!r}"
-            )
+            value = python_value(values.iloc[position])
+            problem = f"must hold numbers, but {where(position)} holds {value!r}"
         elif not missing_ok and numbers.isna().any():
             gaps = np.flatnonzero(numbers.isna().to_numpy())
             problem = (
@@ -270,18 +270,13 @@ def require_numbers(
                 position = int(np.flatnonzero(numbers.notna().to_numpy())[fractional[0]])
                 problem = (
                     f"must hold whole numbers, but {where(position)} holds "
-                    f"{_plain(values.iloc[position])!r}"
+                    f"{python_value(values.iloc[position])!r}"
                 )
         if problem is not None:
             raise DataFormatError(
                 f"{name} (task {task!r}): column {column!r} {problem}. The file is not the "
                 "publisher's (edited or corrupted); obtain a fresh copy."
             )
-
-
-def _plain(value: object) -> object:
-    # numpy scalars print as np.float64(2.5); a user reads 2.5.
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def read_csv_checked(path: Path, task: str, **kwargs: object) -> pd.DataFrame:

@@ -342,7 +342,7 @@ def check_results_path(
     if not write:
         return path
     try:
-        _probe_folder(folder)
+        probe_folder(folder)
     except OSError as err:
         raise refuse(f"cannot write in the folder {str(folder)!r} ({err.strerror})") from err
     if missing:
@@ -355,7 +355,7 @@ def check_results_path(
     return path
 
 
-def _probe_folder(folder: Path) -> None:
+def probe_folder(folder: Path) -> None:
     """Create and remove a temporary file in ``folder``: the one sure test of writing there
     (permission bits say nothing of read-only mounts or of what root may do)."""
     fd, name = tempfile.mkstemp(dir=folder, prefix=".adaptable-write-test-")

@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from adaptable.encoding import Encoder
+from adaptable.values import python_value
 
 # The paper's grids. "lr: {0.01, 0.01 + (1 - 0.01) / 19, ..., 1}" is 20 evenly spaced values.
 _LEARNING_RATES = [float(v) for v in np.round(np.linspace(0.01, 1.0, 20), 6)]
@@ -583,7 +584,7 @@ def sample_configurations(
     for flat in picks:
         params, rest = {}, int(flat)
         for key, size in zip(keys, sizes, strict=True):
-            params[key] = _plain(grid[key][rest % size])
+            params[key] = python_value(grid[key][rest % size])
             rest //= size
         configs.append(params)
     return configs
@@ -604,11 +605,6 @@ def score_predictions(metric: str, y: np.ndarray, proba: np.ndarray) -> float:
     if metric == "macro_f1":
         return float(f1_score(y, pred, average="macro"))
     raise ValueError(f"metric must be one of {METRICS}; got {metric!r}")
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars as Python ones, so that configurations are JSON-serialisable."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _as_frame(X: pd.DataFrame | np.ndarray) -> pd.DataFrame:

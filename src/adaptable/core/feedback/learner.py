@@ -31,7 +31,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -182,14 +182,17 @@ class LabelledFeedback:
         return combine_prior(self.reservoir.counts, unlabelled, worth)
 
     def correction(
-        self, base_offset: np.ndarray | None = None, decide_on: np.ndarray | None = None
+        self,
+        base_offset: np.ndarray | None = None,
+        decide_on: np.ndarray | Callable[[], np.ndarray] | None = None,
     ) -> Correction | None:
         """The current score correction (refitted when the labels have grown enough), or
         ``None`` before ``correction_rows`` labelled rows.
 
         Args:
             base_offset: b0, the unlabelled reading's offsets (default 0); read at refits.
-            decide_on: rows for the plug-in decision (see :func:`.correction.fit_correction`).
+            decide_on: rows for the plug-in decision (see :func:`.correction.fit_correction`),
+                or a function that gives them (called only when a refit is due).
         """
         n = self.reservoir.n_seen
         if n < self.correction_rows:
@@ -201,7 +204,7 @@ class LabelledFeedback:
                 self.reservoir.labels,
                 base,
                 self.objective,
-                decide_on=decide_on,
+                decide_on=decide_on() if callable(decide_on) else decide_on,
                 seed=self.seed + n,
             )
             self._fitted_n = n
@@ -227,8 +230,8 @@ class LabelledFeedback:
         *,
         target_prior: np.ndarray | None = None,
         base_offset: np.ndarray | None = None,
-        decide_on: np.ndarray | None = None,
-        stream: tuple[np.ndarray, np.ndarray] | None = None,
+        decide_on: np.ndarray | Callable[[], np.ndarray] | None = None,
+        stream: tuple[np.ndarray, np.ndarray] | Callable[[], tuple] | None = None,
         stream_rows: int = 0,
         safe: int = 0,
     ) -> FeedbackDecision:
@@ -246,7 +249,8 @@ class LabelledFeedback:
             stream: unlabelled stream rows as evidence worth ``stream_worth`` rows: their
                 log-posteriors as the rules read them (m, C), and the posteriors the decider
                 believes for them (m, C), replaced by the score correction's once one is
-                fitted; ``None`` leaves them out.
+                fitted; ``None`` leaves them out. Either may be a function that gives them,
+                called only where a comparison (or a refit) is due.
             stream_rows: the stream's rows so far (a new comparison is due as it grows); 0,
                 the default, compares at every call.
             safe: index of the model's argmax among ``rules``.
@@ -260,20 +264,20 @@ class LabelledFeedback:
             return FeedbackDecision(rules[anchor], anchor, rules, None)
         correction = self.correction(base_offset, decide_on)
         store = self.reservoir
+        candidates = rules if correction is None else (*rules, correction.rule)
+        names = tuple(rule.name for rule in candidates)
+        if not self._comparison_due(names, stream_rows):
+            index = names.index(self._last_rule)
+            return FeedbackDecision(candidates[index], index, candidates, None)
         labelled = [rule.predict(store.scores) for rule in rules]
         heldout = [rule.predict(self._heldout_scores) for rule in rules]
         if correction is not None:
-            rules = (*rules, correction.rule)
-        names = tuple(rule.name for rule in rules)
-        if not self._comparison_due(names, stream_rows):
-            index = names.index(self._last_rule)
-            return FeedbackDecision(rules[index], index, rules, None)
-        if correction is not None:
             labelled.append(self._correction_decisions(correction))
             heldout.append(correction.rule.predict(self._heldout_scores))
+        rules = candidates
         stream_predictions = stream_posteriors = None
         if stream is not None and self.stream_worth > 0:
-            stream_scores, stream_posteriors = stream
+            stream_scores, stream_posteriors = stream() if callable(stream) else stream
             if correction is not None:
                 # the labels' own reading of the stream rows once they support a correction
                 # (where p(y|x) moved the unlabelled reading speaks for the wrong rule)
