@@ -334,6 +334,28 @@ def macro_f1_threshold(q1: np.ndarray) -> float:
     return float(np.clip((above + below) / 2.0, 1e-6, 1.0 - 1e-6))
 
 
+def macro_f1_thresholds(q1: np.ndarray) -> np.ndarray:
+    """:func:`macro_f1_threshold` of each row of ``q1`` (K, m): the K thresholds, (K,), from one
+    sort and one cumulative sum over all of them (the same cuts, values and ties)."""
+    order = np.sort(np.asarray(q1, dtype=np.float64), axis=1)[:, ::-1]
+    n_fits, n = order.shape
+    cuts = np.ones((n_fits, n + 1), dtype=bool)
+    cuts[:, 1:-1] = order[:, :-1] > order[:, 1:]
+    positives = order.sum(axis=1, keepdims=True)
+    tp1 = np.zeros((n_fits, n + 1))
+    np.cumsum(order, axis=1, out=tp1[:, 1:])
+    fp1 = np.arange(n + 1) - tp1
+    fn1 = positives - tp1
+    tp0 = (n - positives) - fp1
+    f1_one = 2 * tp1 / np.maximum(2 * tp1 + fp1 + fn1, 1e-12)
+    f1_zero = 2 * tp0 / np.maximum(2 * tp0 + fn1 + fp1, 1e-12)
+    best = np.where(cuts, f1_one + f1_zero, -np.inf).argmax(axis=1)
+    fits = np.arange(n_fits)
+    above = np.where(best > 0, order[fits, np.maximum(best - 1, 0)], 1.0)
+    below = np.where(best < n, order[fits, np.minimum(best, n - 1)], 0.0)
+    return np.clip((above + below) / 2.0, 1e-6, 1.0 - 1e-6)
+
+
 def between_weights(posteriors: np.ndarray, prior: np.ndarray, objective: str) -> np.ndarray:
     """Class weights v = 1 / p_s^beta, beta in :data:`BETAS`, with the highest expected
     objective under ``posteriors``: the plug-in decision held between the source's two rules.
