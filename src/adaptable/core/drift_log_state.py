@@ -71,6 +71,22 @@ class DriftLogState:
     _residuals: ResidualSums
     _oldest: int
     _kept: int
+    dropped: int
+    max_batches: int
+
+    def _trim(self) -> None:
+        """Forget the oldest records down to ``max_batches``, those whose predicted rows are
+        no longer kept (so no store keyed by batch number holds them), with their residual
+        sums; batch numbers stay counted from the stream's start."""
+        self._settle()  # the pending records are addressed by position
+        excess = min(len(self._batches) - self.max_batches, self._oldest - self.dropped)
+        if excess <= 0:
+            return
+        del self._batches[:excess]
+        n = len(self._batches)
+        self._start_buffer[:n] = self._start_buffer[excess : excess + n].copy()
+        self.dropped += excess
+        self._residuals.forget_before(self.dropped)
 
     def _realised(self, record: BatchRecord) -> np.ndarray:
         c = self.n_classes
@@ -132,10 +148,12 @@ class DriftLogState:
                 "matrices": matrices,
                 "rules": np.frombuffer(rules, dtype=np.uint8).copy(),
                 "predictions": np.concatenate(codes).astype(np.int64) if codes else np.zeros(0),
-                "counters": np.array([self.n_rows, self.unscored, self._oldest], dtype=np.int64),
+                "counters": np.array(
+                    [self.n_rows, self.unscored, self._oldest, self.dropped], dtype=np.int64
+                ),
             }
             | per_row
-            | self._residuals.arrays(len(b))
+            | self._residuals.arrays(self.dropped + len(b))
         )
 
     def restore(self, arrays: dict[str, np.ndarray]) -> None:
@@ -163,8 +181,11 @@ class DriftLogState:
                 values[missing] = np.nan
         rules_bytes = np.asarray(arrays.get("rules", np.zeros(0)), dtype=np.uint8).tobytes()
         rules = rules_bytes.decode().split("\n") if n else []
+        # a file written before records were forgotten holds three counters: none was
+        dropped = int(counters[3]) if counters.shape == (4,) else 0
         if (
-            counters.shape != (3,)
+            counters.shape not in ((3,), (4,))
+            or dropped < 0
             or scalars.shape != (n, width)
             or vectors.shape != (n, 2, c)
             or matrices.shape != (n, 4, c, c)
@@ -193,8 +214,8 @@ class DriftLogState:
             self._append_start(int(s[0]))
         codes = np.asarray(arrays.get("predictions", np.zeros(0)), dtype=np.int64)
         oldest = int(counters[2])
-        kept_rows = [x.rows for x in self._batches[oldest:]]
-        if not 0 <= oldest <= n or sum(kept_rows) != len(codes):
+        kept_rows = [x.rows for x in self._batches[oldest - dropped :]]
+        if not dropped <= oldest <= dropped + n or sum(kept_rows) != len(codes):
             raise ValueError("drift report: kept predictions do not match the batches' rows.")
         kept: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for name in ("logits", "believed"):
@@ -227,8 +248,9 @@ class DriftLogState:
             if (given[offset : offset + rows] >= 0).any():
                 self._given[index] = given[offset : offset + rows].astype(np.int16)
             offset += rows
-        self._residuals.restore(arrays, n)
-        self._oldest, self._kept = oldest, len(codes)
+        self._residuals.restore(arrays, dropped + n)
+        self._residuals.forget_before(dropped)
+        self._oldest, self._kept, self.dropped = oldest, len(codes), dropped
         self.n_rows, self.unscored = int(counters[0]), int(counters[1])
 
 

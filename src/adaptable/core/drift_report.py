@@ -15,7 +15,8 @@ against the model's argmax, and counted in the *realised* confusion matrices of 
 row came from. Labels passed without row ids teach the adapter but are not scored: rows
 re-presented by value cannot be told apart from other rows with the same features.
 
-Memory: a fixed number of numbers per batch (the matrices are C x C), plus the adapter's
+Memory: a fixed number of numbers per batch (the matrices are C x C) for the last
+``max_batches`` batches (older records are forgotten, see :meth:`DriftLog.frame`), plus the adapter's
 predicted class codes of the last ``prediction_rows`` rows (older rows' labels still teach the
 adapter, but are not scored; :attr:`DriftLog.unscored` counts them), plus the posteriors of
 the batches whose expected matrices are not yet computed (fewer than ``PENDING_ROWS`` rows
@@ -46,14 +47,16 @@ import numpy as np
 import pandas as pd
 
 from adaptable.core.decision import confusion, score
+from adaptable.core.drift_log_rows import DriftLogRows
 from adaptable.core.drift_log_state import SCALARS, BatchRecord, DriftLogState
 from adaptable.core.feedback.prior import dirichlet_interval
 from adaptable.core.heldout_estimate import class_offsets, realised_variance, stream_estimates
 from adaptable.core.label_corrected import ResidualSums
-from adaptable.values import python_value
 
 #: predicted class codes kept for matching late labels to their rows
 PREDICTION_ROWS = 1 << 16
+#: batches the report keeps (about 1.2 kB each with two classes): older ones are forgotten
+REPORT_BATCHES = 1 << 14
 #: rows whose expected confusion matrices are computed together: a record keeps its batch's
 #: posteriors until then (one vectorised pass instead of a few small products per batch)
 PENDING_ROWS = 1 << 12
@@ -71,7 +74,7 @@ class Window(NamedTuple):
     last: BatchRecord  # the last batch's record
 
 
-class DriftLog(DriftLogState):
+class DriftLog(DriftLogState, DriftLogRows):
     """Per-batch records of a stream, and late labels scored against the rows' predictions.
 
     Args:
@@ -79,18 +82,26 @@ class DriftLog(DriftLogState):
         objective: the metric of the performance columns (one of
             :data:`adaptable.core.decision.OBJECTIVES`).
         prediction_rows: predicted codes kept for matching labels to rows.
+        max_batches: records kept: once a quarter more are held, the oldest are forgotten
+            down to this many, never one whose predicted rows are still kept.
 
     Attributes:
         n_rows: rows recorded since the last reset (the next batch's first row id).
         unscored: labelled rows given with ids whose predictions were no longer kept.
+        dropped: the oldest batches' records forgotten (the first kept record's batch number).
     """
 
     def __init__(
-        self, n_classes: int, objective: str, prediction_rows: int = PREDICTION_ROWS
+        self,
+        n_classes: int,
+        objective: str,
+        prediction_rows: int = PREDICTION_ROWS,
+        max_batches: int = REPORT_BATCHES,
     ) -> None:
         self.n_classes = int(n_classes)
         self.objective = objective
         self.prediction_rows = int(prediction_rows)
+        self.max_batches = int(max_batches)
         self._heldout: tuple[np.ndarray, np.ndarray] | None = None
         self._residuals = ResidualSums(self.n_classes)
         self.reset()
@@ -116,7 +127,9 @@ class DriftLog(DriftLogState):
         self._batches: list[BatchRecord] = []
         #: each batch's first row id, a buffer grown by doubling (the first len(self) hold)
         self._start_buffer = np.zeros(64, dtype=np.int64)
-        #: predicted codes by batch index, the batches from ``_oldest`` on
+        #: predicted codes by batch number (counted from the stream's start, like the stores
+        #: below; a record's position in ``_batches`` is its number less ``dropped``), the
+        #: batches from ``_oldest`` on
         self._predictions: dict[int, np.ndarray] = {}
         #: the model's logits of the same rows, where the record was given them (labels by
         #: row id alone are learnt from them)
@@ -129,6 +142,7 @@ class DriftLog(DriftLogState):
         self._residuals.reset()
         self._oldest = 0
         self._kept = 0
+        self.dropped = 0
         self.n_rows = 0
         self.unscored = 0
         #: records whose expected matrices are still to compute: (batch index, posteriors,
@@ -143,6 +157,8 @@ class DriftLog(DriftLogState):
         """Unpickling; a log pickled before it kept the labels given by row id has none."""
         self.__dict__.update(state)
         self.__dict__.setdefault("_given", {})
+        self.__dict__.setdefault("dropped", 0)
+        self.__dict__.setdefault("max_batches", REPORT_BATCHES)
 
     # ------------------------------------------------------------------ writing
     def record(
@@ -215,10 +231,11 @@ class DriftLog(DriftLogState):
             )
         )
         self._append_start(self.n_rows)
+        number = self.dropped + index
         if logits is not None:
-            self._logits[index] = np.array(logits, dtype=np.float64)
+            self._logits[number] = np.array(logits, dtype=np.float64)
         if posteriors is not None:  # kept, not copied, like the pending records' arrays
-            self._believed[index] = posteriors
+            self._believed[number] = posteriors
         self._keep(np.asarray(predictions, dtype=np.int16))
         self.n_rows += rows
         if expected is None:
@@ -226,6 +243,9 @@ class DriftLog(DriftLogState):
             self._pending_rows += rows
             if self._pending_rows >= PENDING_ROWS:
                 self._settle()
+        slack = max(self.max_batches // 4, 1)
+        if len(self._batches) > self.max_batches + slack and self._oldest - self.dropped > slack:
+            self._trim()
 
     def _settle(self) -> None:
         """The pending records' expected confusion matrices, in one pass over their rows."""
@@ -265,7 +285,7 @@ class DriftLog(DriftLogState):
 
     def _keep(self, codes: np.ndarray) -> None:
         """The latest batch's predicted codes; the oldest batches' dropped past the budget."""
-        self._predictions[len(self._batches) - 1] = codes
+        self._predictions[self.dropped + len(self._batches) - 1] = codes
         self._kept += len(codes)
         while self._kept - len(self._predictions[self._oldest]) >= self.prediction_rows:
             self._kept -= len(self._predictions.pop(self._oldest))
@@ -274,106 +294,11 @@ class DriftLog(DriftLogState):
             self._given.pop(self._oldest, None)
             self._oldest += 1
 
-    def kept_logits(self, row_ids: np.ndarray) -> np.ndarray:
-        """The model's logits of earlier rows, by row id, as recorded when they were
-        predicted, (n, C).
-
-        Raises:
-            ValueError: an id naming no row predicted so far, or a row whose logits are no
-                longer kept (older than the last ``prediction_rows`` rows, or predicted before
-                a load from a file that did not hold them).
-        """
-        row_ids = np.asarray(row_ids, dtype=np.int64)
-        self.check_ids(row_ids)
-        out = np.empty((len(row_ids), self.n_classes))
-        if not len(row_ids):
-            return out
-        for index, part, offsets in self._by_batch(row_ids):
-            logits = self._logits.get(index)
-            if logits is None:
-                raise ValueError(
-                    f"adaptable: the scores of rows from {self._start_buffer[index]} on are no "
-                    f"longer kept (the last {self.prediction_rows} rows are); pass the rows' "
-                    "features (partial_fit(X, y, rows=...)) to score them again."
-                )
-            out[part] = logits[offsets]
-        return out
-
     def _append_start(self, start: int) -> None:
         index = len(self._batches) - 1  # the batch just appended
         if index == len(self._start_buffer):
             self._start_buffer = np.concatenate([self._start_buffer, self._start_buffer])
         self._start_buffer[index] = start
-
-    def _by_batch(self, row_ids: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
-        """The ids grouped by the batch that holds them: (batch index, the ids' positions in
-        ``row_ids``, their offsets in the batch) per batch; one sort, O(n log n) whatever the
-        stream's length."""
-        starts = self._start_buffer[: len(self._batches)]
-        batch = np.searchsorted(starts, row_ids, side="right") - 1
-        order = np.argsort(batch, kind="stable")
-        indices, first = np.unique(batch[order], return_index=True)
-        parts = np.split(order, first[1:])
-        return [
-            (index, part, row_ids[part] - starts[index])
-            for index, part in zip(indices.tolist(), parts, strict=True)
-        ]
-
-    def check_ids(self, row_ids: np.ndarray) -> None:
-        """Raise ``ValueError`` unless every id names a row predicted so far."""
-        row_ids = np.asarray(row_ids, dtype=np.int64)
-        if len(row_ids) and self.n_rows == 0:
-            raise ValueError(
-                "row ids must name rows already predicted; no row has been predicted since fit "
-                "/ reset yet."
-            )
-        if len(row_ids) and (row_ids.min() < 0 or row_ids.max() >= self.n_rows):
-            raise ValueError(
-                f"row ids must name rows already predicted, 0 .. {self.n_rows - 1} since fit / "
-                f"reset; got ids from {row_ids.min()} to {row_ids.max()}."
-            )
-
-    def new_labels(
-        self, row_ids: np.ndarray, labels: np.ndarray, classes: Any = None
-    ) -> np.ndarray:
-        """Which of the labels given by row id are new: a mask (n,) that drops the repeats of
-        a label already given for its row (earlier, or earlier in the same call), so that a
-        feed which sends a label twice counts it once. Rows older than the kept predictions
-        (``prediction_rows``) cannot be checked and count as new. Changes nothing.
-        ``classes`` names the label codes in the error (default: the codes).
-
-        Raises:
-            ValueError: an id naming no row predicted so far, or a row given two different
-                labels (in this call, or one earlier and one now): a row has one label.
-        """
-        row_ids = np.asarray(row_ids, dtype=np.int64)
-        labels = np.asarray(labels, dtype=np.int64)
-        self.check_ids(row_ids)
-        fresh = np.ones(len(row_ids), dtype=bool)
-        if not len(row_ids):
-            return fresh
-        # repeats within the call: the first of each id is the one kept
-        unique, first, inverse = np.unique(row_ids, return_index=True, return_inverse=True)
-        if len(unique) < len(row_ids):
-            clash = labels != labels[first][inverse]
-            if clash.any():
-                at = int(np.flatnonzero(clash)[0])
-                raise _conflict(int(row_ids[at]), labels[first][inverse][at], labels[at], classes)
-            fresh[:] = False
-            fresh[first] = True
-        for index, part, offsets in self._by_batch(row_ids):
-            given = self._given.get(index)
-            if given is None:
-                continue
-            before = given[offsets]
-            known = before >= 0
-            clash = known & (before != labels[part])
-            if clash.any():
-                at = int(np.flatnonzero(clash)[0])
-                row, new = int(row_ids[part][at]), labels[part][at]
-                raise _conflict(row, before[at], new, classes)
-            fresh[part[known]] = False
-        return fresh
 
     def learn(
         self, row_ids: np.ndarray, labels: np.ndarray, source_predictions: np.ndarray
@@ -405,7 +330,7 @@ class DriftLog(DriftLogState):
             if given is None:
                 given = self._given[index] = np.full(len(codes), -1, dtype=np.int16)
             given[offsets] = labels[part]
-            record = self._batches[index]
+            record = self._batches[index - self.dropped]
             if record.realised is None:
                 record.realised = np.zeros((2, self.n_classes, self.n_classes))
             realised = record.realised
@@ -420,7 +345,10 @@ class DriftLog(DriftLogState):
 
     # ------------------------------------------------------------------ reading
     def frame(self, classes: Any = None) -> pd.DataFrame:
-        """The report, one row per batch.
+        """The report, one row per kept batch: the last ``max_batches`` (up to a quarter more;
+        on a long stream the oldest records are forgotten, never one whose predicted rows are
+        still kept). The ``..._so_far`` columns run over the kept batches, as if the stream
+        began at the first of them; ``batch`` counts from the stream's start.
 
         Columns: ``batch``, ``first_row``, ``rows``; ``rule``; ``shift_statistic`` (the moment
         test's z-score), ``shift_threshold``, ``shift_rejects``; ``prior_statistic`` (the
@@ -456,7 +384,7 @@ class DriftLog(DriftLogState):
         if not self._batches:
             return pd.DataFrame(columns=["batch", *SCALARS, "rule"])
         b = self._batches
-        data: dict[str, Any] = {"batch": np.arange(len(b))}
+        data: dict[str, Any] = {"batch": self.dropped + np.arange(len(b))}
         for key in SCALARS:
             data[key] = np.array([getattr(x, key) for x in b], dtype=np.float64)
         data["rule"] = [x.rule for x in b]
@@ -494,7 +422,9 @@ class DriftLog(DriftLogState):
         for r, who in enumerate(("source", "adapter")):
             data[f"calibration_free_{who}_so_far"] = free_scores[:, r]
             data[f"calibration_free_{who}_sd"] = free_sd[:, r]
-        corrected, corrected_sd = self._residuals.estimates(expected, data["rows"], self.objective)
+        corrected, corrected_sd = self._residuals.estimates(
+            expected, data["rows"], self.objective, self.dropped
+        )
         for r, who in enumerate(("source", "adapter")):
             data[f"label_corrected_{who}_so_far"] = corrected[:, r]
             data[f"label_corrected_{who}_sd"] = corrected_sd[:, r]
@@ -504,8 +434,8 @@ class DriftLog(DriftLogState):
         return pd.DataFrame(data)
 
     def window(self, first: int = 0) -> Window:
-        """The estimates over the rows of the batches from ``first`` on (0-based; at least one
-        batch recorded and ``first`` below their number), each as the frame's ``..._so_far``
+        """The estimates over the rows of the kept batches from ``first`` on (0-based among the
+        kept ones; at least one and ``first`` below their number), each as the frame's ``..._so_far``
         columns would read for a stream that began at batch ``first``; the calibration-free
         one, the costly one (a bootstrap of the held-out rows), is
         :meth:`calibration_free_window`'s."""
@@ -513,7 +443,9 @@ class DriftLog(DriftLogState):
         expected = np.stack([x.expected for x in b])
         rows = np.array([x.rows for x in b], dtype=np.float64)
         posteriors = _scores(expected.sum(axis=0)[None], self.objective)[0]
-        corrected, corrected_sd = self._residuals.estimates(expected, rows, self.objective, first)
+        corrected, corrected_sd = self._residuals.estimates(
+            expected, rows, self.objective, self.dropped + first
+        )
         labelled = int(sum(self._realised(x)[0].sum() for x in b))
         return Window(int(rows.sum()), labelled, posteriors, corrected[-1], corrected_sd[-1], b[-1])
 
@@ -576,14 +508,3 @@ def _scores(matrices: np.ndarray, objective: str) -> np.ndarray:
     values = np.asarray(score(flat[None], objective), dtype=np.float64)[0]
     values[flat.sum(axis=(1, 2)) <= 0] = np.nan
     return values.reshape(matrices.shape[:-2])
-
-
-def _conflict(row: int, first: Any, second: Any, classes: Any) -> ValueError:
-    """The error for a row given two different labels (codes, named by ``classes``)."""
-    first, second = int(first), int(second)
-    if classes is not None:  # the user's labels
-        first, second = python_value(classes[first]), python_value(classes[second])
-    return ValueError(
-        f"adaptable: row {row} was given two different labels, {first!r} and {second!r}; a "
-        "row has one label, and a label once given is kept."
-    )

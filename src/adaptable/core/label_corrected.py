@@ -98,6 +98,12 @@ class ResidualSums:
             cross[rule] += expected_confusion(own * residuals, predicted[rule]).T
         self._rows[batch] = self._rows.get(batch, 0) + len(labels)
 
+    def forget_before(self, batch: int) -> None:
+        """Drop the sums of the batches before ``batch``."""
+        for store in (self._sums, self._cross, self._outer, self._rows):
+            for old in [b for b in store if b < batch]:
+                del store[old]
+
     def estimates(
         self, expected: np.ndarray, rows: np.ndarray, objective: str, start: int = 0
     ) -> tuple[np.ndarray, np.ndarray]:
