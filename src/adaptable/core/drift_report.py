@@ -81,8 +81,9 @@ class DriftLog(DriftLogState, DriftLogRows):
         n_classes: C.
         objective: the metric of the performance columns (one of
             :data:`adaptable.core.decision.OBJECTIVES`).
-        prediction_rows: predicted codes kept for matching labels to rows.
-        max_batches: records kept: once a quarter more are held, the oldest are forgotten
+        prediction_rows: predicted codes kept for matching labels to rows (None:
+            :data:`PREDICTION_ROWS`).
+        max_batches: records kept (None: :data:`REPORT_BATCHES`): once a quarter more are held, the oldest are forgotten
             down to this many, never one whose predicted rows are still kept.
 
     Attributes:
@@ -95,13 +96,13 @@ class DriftLog(DriftLogState, DriftLogRows):
         self,
         n_classes: int,
         objective: str,
-        prediction_rows: int = PREDICTION_ROWS,
-        max_batches: int = REPORT_BATCHES,
+        prediction_rows: int | None = None,
+        max_batches: int | None = None,
     ) -> None:
         self.n_classes = int(n_classes)
         self.objective = objective
-        self.prediction_rows = int(prediction_rows)
-        self.max_batches = int(max_batches)
+        self.prediction_rows = int(PREDICTION_ROWS if prediction_rows is None else prediction_rows)
+        self.max_batches = int(REPORT_BATCHES if max_batches is None else max_batches)
         self._heldout: tuple[np.ndarray, np.ndarray] | None = None
         self._residuals = ResidualSums(self.n_classes)
         self.reset()
