@@ -5,6 +5,7 @@ the first of them, batch numbers go on counting, and save / restore / pickle kee
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -164,3 +165,22 @@ def test_save_restore_and_pickle_after_forgetting_go_on_identically() -> None:
     revived.__setstate__(state)
     assert revived.dropped == 0 and revived.max_batches == REPORT_BATCHES
     assert revived.frame().equals(older.frame())
+
+
+@pytest.mark.parametrize("classes", [["a", "a_low"], ["total", "b"], ["x_high", "x"]])
+def test_class_names_that_would_share_a_column_are_replaced_by_positions(classes) -> None:
+    log = _log()
+    _feed(log, _batches(3))
+    with pytest.warns(UserWarning, match="by position"):
+        frame = log.frame(classes)
+    assert frame.columns.is_unique
+    assert {"prior_0", "prior_1_high", "labelled_share_1"} <= set(frame.columns)
+
+
+def test_class_names_that_only_look_like_column_parts_are_kept() -> None:
+    log = _log()
+    _feed(log, _batches(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        frame = log.frame(["low", "high"])
+    assert frame.columns.is_unique and "prior_low_high" in frame.columns

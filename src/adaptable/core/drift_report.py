@@ -41,6 +41,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -380,7 +381,7 @@ class DriftLog(DriftLogState, DriftLogRows):
         the unadapted model's objective on the held-out source rows (:meth:`heldout_reference`),
         the level the stream's columns compare with.
         """
-        names = [str(k) for k in (range(self.n_classes) if classes is None else classes)]
+        names = _class_names(classes, self.n_classes)
         self._settle()
         if not self._batches:
             return pd.DataFrame(columns=["batch", *SCALARS, "rule"])
@@ -495,6 +496,37 @@ class DriftLog(DriftLogState, DriftLogRows):
             *self._heldout,
             self.objective,
         )
+
+
+#: the report's columns per class, and its own columns a class's could clash with
+CLASS_COLUMNS = ("prior_{}", "prior_{}_low", "prior_{}_high", "labelled_share_{}",
+                 "calibration_free_prior_{}")  # fmt: skip
+OWN_COLUMNS = frozenset({"prior_statistic", "prior_critical", "prior_rejects", "prior_total"})
+
+
+def _class_names(classes: Any, n_classes: int) -> list[str]:
+    """The classes' names in the report's columns: ``classes`` as strings, or their positions
+    (with a warning) where two classes would give one column name, or a class one of the
+    report's own columns (classes ``a`` and ``a_low``: ``prior_a_low``; a class ``total``)."""
+    positions = [str(k) for k in range(n_classes)]
+    if classes is None:
+        return positions
+    names = [str(k) for k in classes]
+    seen: set[str] = set()
+    for name in names:
+        for pattern in CLASS_COLUMNS:
+            column = pattern.format(name)
+            if column in seen or column in OWN_COLUMNS:
+                warnings.warn(
+                    f"adaptable: the class names {names} give the report column {column!r} "
+                    f"twice; the report names the classes by position (0 .. {n_classes - 1}) "
+                    "instead.",
+                    UserWarning,
+                    stacklevel=4,
+                )
+                return positions
+            seen.add(column)
+    return names
 
 
 def _number(value: float | None) -> float:

@@ -143,9 +143,11 @@ class LateLabels:
     def report(self) -> pd.DataFrame:
         """The drift report: one row per batch adapted since fit / reset / load (default
         preset; columns: :meth:`adaptable.core.drift_report.DriftLog.frame`), with the classes
-        named by ``classes_``. On a long stream only the last
+        named by ``classes_`` (by position, with a warning, where two names would give one
+        column). On a long stream only the last
         :data:`~adaptable.core.drift_report.REPORT_BATCHES` batches or so are kept (about
-        1.2 kB each): the older ones are forgotten, and ``batch`` goes on counting. :func:`adaptable.experiments.drift_figure.draw` plots it.
+        1.2 kB each): the older ones are forgotten, and ``batch`` goes on counting.
+        :func:`adaptable.experiments.drift_figure.draw` plots it.
 
         Raises:
             ValueError: the paper preset (it keeps no report).
