@@ -654,6 +654,13 @@ def test_unknown_names_suggest_the_closest_and_case_is_folded(
     assert "unknown model 'x'; choose from softmax" in err  # a short list is given whole
     err = _usage_error(["run", "--datasets", "qqqq"], capsys, cli.Components())
     assert "unknown dataset 'qqqq'; --help lists the" in err and "heloc" not in err
+    # the names argparse and the figure list hold get the same hint
+    err = _usage_error(["reproduce", "mian"], capsys)
+    assert "unknown table 'mian'; did you mean main?" in err
+    err = _usage_error(["reproduce", "benchmark", "--roles", "holdut"], capsys)
+    assert "unknown role 'holdut'; did you mean holdout?" in err
+    err = _usage_error(["plot", "relability", "--datasets", "toy"], capsys, TOY)
+    assert "unknown figure 'relability'; did you mean reliability?" in err
 
 
 def test_a_run_found_whole_in_the_store_needs_no_raw_files(

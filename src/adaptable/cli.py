@@ -30,6 +30,7 @@ from adaptable.experiments.report import (
     report_sweep,
 )
 from adaptable.experiments.runner import Components
+from adaptable.experiments.suggest import unknown_name
 
 DESCRIPTION = """\
 AdapTable: test-time adaptation for tabular classifiers. Runs the experiments of the paper,
@@ -380,10 +381,12 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
         name_kinds=("dataset", "model"),
         components=components,
     )
+    table_names = [*TABLES, "all", "benchmark"]
     rep.add_argument(
         "table",
-        choices=[*TABLES, "all", "benchmark"],
-        help="a table (a benchmark role's name writes that role alone); all: every table but "
+        type=_one_of("table", table_names),
+        metavar="TABLE",
+        help=f"one of {', '.join(table_names)}: a table (a benchmark role's name writes that role alone); all: every table but "
         "the sealed and reserve roles, which run only by name; benchmark: the roles of --roles "
         "as one table",
     )
@@ -533,7 +536,7 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
         from adaptable.experiments.figures import FIGURES
 
         unknown = [f for f in dict.fromkeys(args.figures) if f not in FIGURES]
-        problems += [f"unknown figure {f!r}; choose from {', '.join(FIGURES)}" for f in unknown]
+        problems += [unknown_name("figure", f, FIGURES) for f in unknown]
         args.method = _unique([_folded(components, "method", m) for m in args.method])
         if len(args.method) != 1:
             problems.append(
@@ -766,6 +769,17 @@ def _fold_case(args: argparse.Namespace, components: Components) -> None:
         values = getattr(args, option, None)
         if values:
             setattr(args, option, [_folded(components, kind, v) for v in values])
+
+
+def _one_of(kind: str, names: Sequence[str]) -> Callable[[str], str]:
+    """An argparse ``type`` that takes one of ``names`` and refuses others with the closest."""
+
+    def check(value: str) -> str:
+        if value not in names:
+            raise argparse.ArgumentTypeError(unknown_name(kind, value, names))
+        return value
+
+    return check
 
 
 def _folded(components: Components, kind: str, name: str) -> str:

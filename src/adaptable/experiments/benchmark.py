@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from adaptable.datasets.benchmark_cases import ROLES, SEALED_ROLES, BenchmarkCase, by_role
+from adaptable.experiments.suggest import unknown_name
 from adaptable.experiments.table_def import (
     CALIBRATOR_OPTION,
     Row,
@@ -186,11 +187,7 @@ TABLES: dict[str, TableDef] = {role: role_table(role) for role in ROLES}
 
 def check_roles(roles: Iterable[str]) -> list[str]:
     """One problem line per name in ``roles`` that is not a role (empty when all are)."""
-    return [
-        f"unknown role {role!r}; choose from {', '.join(ROLES)}"
-        for role in dict.fromkeys(roles)
-        if role not in ROLES
-    ]
+    return [unknown_name("role", role, ROLES) for role in dict.fromkeys(roles) if role not in ROLES]
 
 
 def combine(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import difflib
 import inspect
 import os
 import platform
@@ -40,6 +39,7 @@ from adaptable.experiments.process import (
 from adaptable.experiments.report import progress_bar, say
 from adaptable.experiments.spec import DEFAULT_RECIPE, ExperimentSpec
 from adaptable.experiments.store import ResultStore, check_results_path
+from adaptable.experiments.suggest import unknown_name
 
 #: bump when the record layout or the way a metric is computed changes
 RECORD_VERSION = 1
@@ -208,29 +208,17 @@ def incompatible_pairs(
     return problems
 
 
-#: up to this many valid names are listed after an unknown one; longer lists are in --help
-_LISTED_NAMES = 12
-
-
 def unknown_names(components: Components, **names: Iterable[str]) -> list[str]:
     """One message per name the providers do not know (each name reported once), with the
     closest valid names, e.g. ``unknown_names(c, model=["mlpp"])`` -> ``["unknown model 'mlpp';
     did you mean mlp?"]``. Without a close one, a short list of valid names is given whole; a
-    long one (the datasets) is left to ``--help``."""
+    long one (the datasets) is left to ``--help`` (:func:`.suggest.unknown_name`)."""
     problems = []
     for kind, wanted in names.items():
         known = components.known_names(kind)
-        for name in dict.fromkeys(wanted):
-            if name in known:
-                continue
-            close = difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.6)
-            if close:
-                hint = f"did you mean {' or '.join(close)}?"
-            elif len(known) <= _LISTED_NAMES:
-                hint = f"choose from {', '.join(known)}"
-            else:
-                hint = f"--help lists the {len(known)} valid {kind} names"
-            problems.append(f"unknown {kind} {name!r}; {hint}")
+        problems += [
+            unknown_name(kind, name, known) for name in dict.fromkeys(wanted) if name not in known
+        ]
     return problems
 
 
