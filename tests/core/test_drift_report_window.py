@@ -126,16 +126,23 @@ def test_labels_of_forgotten_batches_teach_nothing_there_and_are_counted() -> No
     assert log.kept_logits(last).shape == (1, 2)
 
 
-def test_a_record_whose_rows_are_still_kept_is_never_forgotten() -> None:
-    # one-row batches and 50 kept rows: the log holds at least the 50 batches they came from
+def test_a_forgotten_batch_takes_its_rows_predictions_with_it() -> None:
+    # one-row batches: 50 rows' predictions would be kept, but the log holds 4 to 5 batches
     log = _log(max_batches=4, prediction_rows=50)
     for batch in _batches(300, seed=4):
         one = {**batch, "rows": 1, "predictions": batch["predictions"][:1]}
         for key in ("posteriors", "source_proba", "output", "logits"):
             one[key] = batch[key][:1]
         log.record(**one)
-    assert 50 <= len(log) <= 50 + 4 + 1
-    assert log.kept_logits(np.arange(250, 300)).shape == (50, 2)
+    assert 4 <= len(log) <= 5
+    kept = np.arange(log.dropped, 300)
+    assert log.kept_logits(kept).shape == (len(kept), 2)
+    with pytest.raises(ValueError, match="no longer kept"):
+        log.kept_logits(np.array([log.dropped - 1]))
+    log.learn(np.array([log.dropped - 1, 299]), np.array([1, 1]), np.zeros(2, dtype=np.int64))
+    assert log.unscored == 1 and log.frame()["realised_rows"].sum() == 1
+    # what the saved state holds is the kept batches' rows
+    assert len(log.arrays()["predictions"]) == len(kept)
 
 
 def test_save_restore_and_pickle_after_forgetting_go_on_identically() -> None:

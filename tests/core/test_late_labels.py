@@ -506,25 +506,23 @@ def test_a_log_pickled_before_it_kept_the_given_labels_still_learns() -> None:
     assert old.new_labels(np.array([0, 1, 2]), np.array([0, 1, 1])).tolist() == [False, False, True]
 
 
-def test_an_adapter_whose_report_forgot_batches_saves_loads_and_goes_on(
-    shifts, tmp_path, monkeypatch
-) -> None:
-    from adaptable.core import drift_report
-
-    # a report of 6 batches (kept predictions: the last 2 batches' rows)
-    monkeypatch.setattr(drift_report, "REPORT_BATCHES", 6)
-    monkeypatch.setattr(drift_report, "PREDICTION_ROWS", 2 * BATCH)
+def test_an_adapter_whose_report_forgot_batches_saves_loads_and_goes_on(shifts, tmp_path) -> None:
     stream = shifts.make_stream("concept", 40 * BATCH, seed=5)
-    method, model = _fitted(stream)
+    method, model = _fitted(stream, report_batches=6)
     _run(method, stream, share=0.3, delay=0, batches=20)
     frame = method.report()
-    assert 6 <= len(frame) <= 8 and frame["batch"].iloc[-1] == 19
+    assert 6 <= len(frame) <= 7 and frame["batch"].iloc[-1] == 19
     method.save(tmp_path / "long.safetensors")
     loaded = AdapTable.load(tmp_path / "long.safetensors", model=model)
+    assert loaded.report_batches == 6
     assert loaded.report().drop(columns="rule").equals(frame.drop(columns="rule"))
     for adapter in (method, loaded):
         for t in range(20, 30):
             adapter.predict_proba(stream.x_stream[t * BATCH : (t + 1) * BATCH])
     after = [adapter.report() for adapter in (method, loaded)]
     assert after[0].drop(columns="rule").equals(after[1].drop(columns="rule"))
-    assert after[0]["batch"].iloc[-1] == 29 and len(after[0]) <= 8
+    assert after[0]["batch"].iloc[-1] == 29 and len(after[0]) <= 7
+    # None keeps every batch
+    everything, _ = _fitted(stream, report_batches=None)
+    _run(everything, stream, share=0.0, delay=0, batches=20)
+    assert len(everything.report()) == 20

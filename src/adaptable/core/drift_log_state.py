@@ -75,17 +75,22 @@ class DriftLogState:
     max_batches: int
 
     def _trim(self) -> None:
-        """Forget the oldest records down to ``max_batches``, those whose predicted rows are
-        no longer kept (so no store keyed by batch number holds them), with their residual
-        sums; batch numbers stay counted from the stream's start."""
+        """Forget the oldest records down to ``max_batches``, with their rows' kept
+        predictions, scores and labels (labels by row id for them are no longer scored) and
+        their residual sums; batch numbers stay counted from the stream's start."""
         self._settle()  # the pending records are addressed by position
-        excess = min(len(self._batches) - self.max_batches, self._oldest - self.dropped)
+        excess = len(self._batches) - self.max_batches
         if excess <= 0:
             return
         del self._batches[:excess]
         n = len(self._batches)
         self._start_buffer[:n] = self._start_buffer[excess : excess + n].copy()
         self.dropped += excess
+        for number in range(self._oldest, self.dropped):
+            self._kept -= len(self._predictions.pop(number))
+            for store in (self._logits, self._believed, self._given):
+                store.pop(number, None)
+        self._oldest = max(self._oldest, self.dropped)
         self._residuals.forget_before(self.dropped)
 
     def _realised(self, record: BatchRecord) -> np.ndarray:

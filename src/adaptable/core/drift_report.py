@@ -16,9 +16,10 @@ row came from. Labels passed without row ids teach the adapter but are not score
 re-presented by value cannot be told apart from other rows with the same features.
 
 Memory: a fixed number of numbers per batch (the matrices are C x C) for the last
-``max_batches`` batches (older records are forgotten, see :meth:`DriftLog.frame`), plus the adapter's
-predicted class codes of the last ``prediction_rows`` rows (older rows' labels still teach the
-adapter, but are not scored; :attr:`DriftLog.unscored` counts them), plus the posteriors of
+``max_batches`` batches (older records are forgotten, see :meth:`DriftLog.frame`), plus the
+adapter's predicted class codes of the last ``prediction_rows`` rows of those batches (older
+rows' labels still teach the adapter, but are not scored; :attr:`DriftLog.unscored` counts
+them), plus the posteriors of
 the batches whose expected matrices are not yet computed (fewer than ``PENDING_ROWS`` rows
 and one batch: they are computed together, and whenever the report is read or saved). The
 posteriors the adapter believed are kept with the predicted codes, so that a late label also
@@ -84,8 +85,9 @@ class DriftLog(DriftLogState, DriftLogRows):
             :data:`adaptable.core.decision.OBJECTIVES`).
         prediction_rows: predicted codes kept for matching labels to rows (None:
             :data:`PREDICTION_ROWS`).
-        max_batches: records kept (None: :data:`REPORT_BATCHES`): once a quarter more are held, the oldest are forgotten
-            down to this many, never one whose predicted rows are still kept.
+        max_batches: records kept (None: :data:`REPORT_BATCHES`): once a quarter more are
+            held, the oldest are forgotten down to this many, with their rows' predicted codes
+            (labels by row id for those rows are then counted in ``unscored``).
 
     Attributes:
         n_rows: rows recorded since the last reset (the next batch's first row id).
@@ -246,7 +248,7 @@ class DriftLog(DriftLogState, DriftLogRows):
             if self._pending_rows >= PENDING_ROWS:
                 self._settle()
         slack = max(self.max_batches // 4, 1)
-        if len(self._batches) > self.max_batches + slack and self._oldest - self.dropped > slack:
+        if len(self._batches) > self.max_batches + slack:
             self._trim()
 
     def _settle(self) -> None:
@@ -348,9 +350,9 @@ class DriftLog(DriftLogState, DriftLogRows):
     # ------------------------------------------------------------------ reading
     def frame(self, classes: Any = None) -> pd.DataFrame:
         """The report, one row per kept batch: the last ``max_batches`` (up to a quarter more;
-        on a long stream the oldest records are forgotten, never one whose predicted rows are
-        still kept). The ``..._so_far`` columns run over the kept batches, as if the stream
-        began at the first of them; ``batch`` counts from the stream's start.
+        on a long stream the oldest records are forgotten). The ``..._so_far`` columns run
+        over the kept batches, as if the stream began at the first of them; ``batch`` counts
+        from the stream's start.
 
         Columns: ``batch``, ``first_row``, ``rows``; ``rule``; ``shift_statistic`` (the moment
         test's z-score), ``shift_threshold``, ``shift_rejects``; ``prior_statistic`` (the

@@ -20,6 +20,7 @@ import torch
 
 from adaptable.core.calibrators import CALIBRATORS, fit_calibrator
 from adaptable.core.deciders import CalibratedBatch, Decision
+from adaptable.core.drift_report import REPORT_BATCHES
 from adaptable.core.fitted_columns import FittedColumns
 from adaptable.core.interface import SourceData, TestTimeMethod, check_model_classes
 from adaptable.core.label_handler import source_prior
@@ -104,8 +105,8 @@ class AdapTable(LateLabels, TestTimeMethod):
 
     Every other argument belongs to one part, which documents it:
     ``objective``, ``shift_test_threshold``, ``prior_strength``, ``label_shift_level``,
-    ``rule_evidence``, ``covariate_rule_evidence``, ``fallback``, ``stream_check``:
-    :class:`~adaptable.core.recommended_decider.RecommendedDecider`; ``alpha``, ``q_low``,
+    ``rule_evidence``, ``covariate_rule_evidence``, ``fallback``, ``stream_check``,
+    ``report_batches``: :class:`~adaptable.core.recommended_decider.RecommendedDecider`; ``alpha``, ``q_low``,
     ``q_high``, ``temperature``, ``max_temperature``:
     :class:`~adaptable.core.paper_decider.PaperDecider`; ``adjacency``, ``batch_size``,
     ``hidden``, ``epochs``, ``patience``, ``lr``, ``weight_decay``, ``gamma``, ``cal_weight``,
@@ -134,8 +135,10 @@ class AdapTable(LateLabels, TestTimeMethod):
     name = "adaptable"
     updates_parameters = False
     _parameter_constraints = PARAMETER_CONSTRAINTS
-    # (objects pickled before fit kept the columns read batches as given)
+    # (objects pickled before fit kept the columns read batches as given; before the report's
+    # window, every batch's record)
     columns_: FittedColumns | None = None
+    report_batches: int | None = REPORT_BATCHES
 
     def __init__(
         self,
@@ -150,6 +153,7 @@ class AdapTable(LateLabels, TestTimeMethod):
         covariate_rule_evidence: float = 0.0,
         fallback: str = "argmax",
         stream_check: str = "both",
+        report_batches: int | None = REPORT_BATCHES,
         alpha: float = 0.1,
         q_low: float = 0.25,
         q_high: float = 0.75,

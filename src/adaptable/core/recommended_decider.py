@@ -26,7 +26,7 @@ and on all source rows the moment-matching label-shift test
 from __future__ import annotations
 
 import warnings
-from numbers import Real
+from numbers import Integral, Real
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -41,7 +41,7 @@ from adaptable.core.decision import (
     plugin_weights,
     score,
 )
-from adaptable.core.drift_report import DriftLog
+from adaptable.core.drift_report import REPORT_BATCHES
 from adaptable.core.label_shift import LabelShiftTest
 from adaptable.core.label_shift_reading import LabelShiftReading
 from adaptable.core.parameters import Constraint, Interval, StrOptions
@@ -87,6 +87,10 @@ class RecommendedDecider(LabelledRows, Decider):
         stream_check: ``"both"``: the balanced rule's expected objective must be at least
             argmax's under the model's posteriors and under the label-shift reading of the
             stream; ``"model"``: under the model's posteriors alone.
+        report_batches: the drift report keeps the last this many batches (up to a quarter
+            more between two trims; about 1.2 kB each): the older records are forgotten and
+            the report reads as a stream that began at the first kept batch; ``None`` keeps
+            every batch (memory grows with the stream). The decisions do not depend on it.
 
     Attributes (after fit):
         rule: the held-out :class:`~adaptable.core.decision.RuleChoice` (may be replaced, e.g.
@@ -117,7 +121,10 @@ class RecommendedDecider(LabelledRows, Decider):
         "covariate_rule_evidence": [Interval(Real, 0, 1, closed="both")],
         "fallback": [StrOptions(FALLBACKS)],
         "stream_check": [StrOptions(STREAM_CHECKS)],
+        "report_batches": [Interval(Integral, 1, None), None],
     }
+    # (objects pickled before the report's window kept every batch's record)
+    report_batches: int | None = REPORT_BATCHES
 
     def __init__(
         self,
@@ -130,6 +137,7 @@ class RecommendedDecider(LabelledRows, Decider):
         covariate_rule_evidence: float = 0.0,
         fallback: str = "argmax",
         stream_check: str = "both",
+        report_batches: int | None = REPORT_BATCHES,
     ) -> None:
         self.objective = objective
         self.shift_test_threshold = shift_test_threshold
@@ -139,6 +147,7 @@ class RecommendedDecider(LabelledRows, Decider):
         self.covariate_rule_evidence = covariate_rule_evidence
         self.fallback = fallback
         self.stream_check = stream_check
+        self.report_batches = report_batches
 
     # ------------------------------------------------------------------ fit and stream
     def fit(self, context: FitContext) -> RecommendedDecider:
@@ -173,7 +182,7 @@ class RecommendedDecider(LabelledRows, Decider):
         )
         self.prior_estimate = self._new_prior_estimate(context.seed)
         self.feedback = self._new_feedback(context.seed)
-        self.drift_log = DriftLog(context.n_classes, self.objective)
+        self.drift_log = self._new_drift_log(context.n_classes)
         self.feedback.fit_heldout(floored_log(softmax(logits)), labels)
         self.drift_log.use_heldout(*self.feedback.heldout)
         self.reset()

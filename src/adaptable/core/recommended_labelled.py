@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -68,6 +69,12 @@ class LabelledRows:
     #: stream posteriors the unlabelled estimate's worth (its interval) is computed from: a
     #: uniform subsample of the reservoir, so each batch pays a fixed, small cost
     WORTH_ROWS: ClassVar[int] = 512
+
+    def _new_drift_log(self, n_classes: int) -> DriftLog:
+        """An empty report keeping the last ``report_batches`` batches (``None``: all)."""
+        limit = getattr(self, "report_batches", None)
+        window = sys.maxsize if limit is None else int(limit)
+        return DriftLog(n_classes, self.objective, max_batches=window)
 
     def _new_feedback(self, seed: int) -> LabelledFeedback:
         settings = self.FEEDBACK_SETTINGS
@@ -285,7 +292,7 @@ class LabelledRows:
         """The labelled rows and the report from the file; a file written before they existed
         gives none (and no held-out rows for the labelled evidence)."""
         self.feedback = self._new_feedback(seed)
-        self.drift_log = DriftLog(len(self.source_prior_), self.objective)
+        self.drift_log = self._new_drift_log(len(self.source_prior_))
         n_classes = len(self.source_prior_)
         if "worth_cache" in reader.arrays:
             cache = reader.tensor("worth_cache", (2 + n_classes,))
