@@ -657,6 +657,8 @@ def test_unknown_names_suggest_the_closest_and_case_is_folded(
     # the names argparse and the figure list hold get the same hint
     err = _usage_error(["reproduce", "mian"], capsys)
     assert "unknown table 'mian'; did you mean main?" in err
+    args = cli.build_parser().parse_args(["reproduce", "MAIN"])  # folded, as datasets are
+    assert args.table == "main"
     err = _usage_error(["reproduce", "benchmark", "--roles", "holdut"], capsys)
     assert "unknown role 'holdut'; did you mean holdout?" in err
     err = _usage_error(["plot", "relability", "--datasets", "toy"], capsys, TOY)

@@ -775,9 +775,11 @@ def _one_of(kind: str, names: Sequence[str]) -> Callable[[str], str]:
     """An argparse ``type`` that takes one of ``names`` and refuses others with the closest."""
 
     def check(value: str) -> str:
-        if value not in names:
-            raise argparse.ArgumentTypeError(unknown_name(kind, value, names))
-        return value
+        if value in names:
+            return value
+        if value.lower() in names:  # MAIN: main, as dataset names are folded
+            return value.lower()
+        raise argparse.ArgumentTypeError(unknown_name(kind, value, names))
 
     return check
 

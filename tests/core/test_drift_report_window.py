@@ -174,14 +174,28 @@ def test_save_restore_and_pickle_after_forgetting_go_on_identically() -> None:
     assert revived.frame().equals(older.frame())
 
 
-@pytest.mark.parametrize("classes", [["a", "a_low"], ["total", "b"], ["x_high", "x"]])
+@pytest.mark.parametrize(
+    "classes",
+    [["a", "a_low"], ["total", "b"], ["x_high", "x"], ["c", "c_low_low", "c_low_high"]],
+)
 def test_class_names_that_would_share_a_column_are_replaced_by_positions(classes) -> None:
-    log = _log()
-    _feed(log, _batches(3))
+    log = DriftLog(n_classes=len(classes), objective="macro_f1")
+    for _ in range(3):
+        log.record(
+            rows=2,
+            predictions=np.array([0, 1]),
+            expected=np.zeros((2, len(classes), len(classes))),
+            rule="source",
+            target_prior=np.full(len(classes), 1 / len(classes)),
+        )
     with pytest.warns(UserWarning, match="by position"):
         frame = log.frame(classes)
     assert frame.columns.is_unique
     assert {"prior_0", "prior_1_high", "labelled_share_1"} <= set(frame.columns)
+    # a reader finds exactly the classes again (the drift figure's reading)
+    found = [c for c in frame.columns if c.startswith("prior_") and f"{c}_low" in frame.columns
+             and f"{c}_high" in frame.columns]  # fmt: skip
+    assert found == [f"prior_{k}" for k in range(len(classes))]
 
 
 def test_class_names_that_only_look_like_column_parts_are_kept() -> None:
@@ -191,3 +205,17 @@ def test_class_names_that_only_look_like_column_parts_are_kept() -> None:
         warnings.simplefilter("error")
         frame = log.frame(["low", "high"])
     assert frame.columns.is_unique and "prior_low_high" in frame.columns
+
+
+def test_the_summary_numbers_its_batches_as_the_report_does() -> None:
+    from adaptable.core.drift_summary import summarise
+
+    log = _log(max_batches=8, prediction_rows=10)
+    _feed(log, _batches(100))
+    kept = log.frame()["batch"]
+    last = summarise(log, last_batches=3)
+    assert (last.first_batch, last.batches) == (97, 3) and "Batches 97-99" in str(last)
+    whole = summarise(log)
+    assert whole.first_batch == kept.iloc[0] == log.dropped and whole.forgotten == log.dropped
+    assert f"Batches {log.dropped}-99" in str(whole) and "no longer kept" in str(whole)
+    assert "no longer kept" not in str(last)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from adaptable.experiments import testing
-from adaptable.experiments.drift_figure import draw_experiment, with_feedback
+from adaptable.experiments.drift_figure import draw_experiment, experiment_report, with_feedback
 from adaptable.experiments.runner import (
     RunContext,
     fit_experiment,
@@ -140,3 +140,16 @@ def test_adaptable_with_feedback_scores_every_row_and_reports_realised_performan
     path, drift = draw_experiment(spec, tmp_path / "drift.png", CONTEXT)
     assert path.exists() and path.stat().st_size > 10_000
     assert drift.batches == 5 and drift.labelled_rows > 0
+
+
+def test_the_drift_figure_of_a_report_that_forgot_its_first_batches(tmp_path) -> None:
+    spec = ExperimentSpec("toy", "natural", "softmax", "adaptable", 0,
+                          {"random_state": 0, "report_batches": 2},
+                          feedback_share=0.5, feedback_delay=0)  # fmt: skip
+    run = experiment_report(spec, CONTEXT)
+    kept = run.report["batch"].tolist()
+    assert kept[0] > 0 and kept[-1] == 4  # the 5-batch stream's first batches forgotten
+    assert run.true_shares.shape == (len(kept), 2)
+    assert run.summary.first_batch == kept[0]
+    path, _ = draw_experiment(spec, tmp_path / "drift.png", CONTEXT)
+    assert path.exists() and path.stat().st_size > 10_000

@@ -508,26 +508,32 @@ OWN_COLUMNS = frozenset({"prior_statistic", "prior_critical", "prior_rejects", "
 
 def _class_names(classes: Any, n_classes: int) -> list[str]:
     """The classes' names in the report's columns: ``classes`` as strings, or their positions
-    (with a warning) where two classes would give one column name, or a class one of the
-    report's own columns (classes ``a`` and ``a_low``: ``prior_a_low``; a class ``total``)."""
+    (with a warning) where the columns would not name the classes back: two classes giving
+    one column, a class giving one of the report's own (classes ``a`` and ``a_low``:
+    ``prior_a_low``; a class ``total``), or the columns read as more classes than there are
+    (a reader finds a class by ``prior_<k>`` with its ``_low`` and ``_high``: classes ``c``,
+    ``c_low_low`` and ``c_low_high`` would read as a fourth, ``c_low``)."""
     positions = [str(k) for k in range(n_classes)]
     if classes is None:
         return positions
     names = [str(k) for k in classes]
-    seen: set[str] = set()
-    for name in names:
-        for pattern in CLASS_COLUMNS:
-            column = pattern.format(name)
-            if column in seen or column in OWN_COLUMNS:
-                warnings.warn(
-                    f"adaptable: the class names {names} give the report column {column!r} "
-                    f"twice; the report names the classes by position (0 .. {n_classes - 1}) "
-                    "instead.",
-                    UserWarning,
-                    stacklevel=4,
-                )
-                return positions
-            seen.add(column)
+    columns = [pattern.format(name) for name in names for pattern in CLASS_COLUMNS]
+    found = set(columns) | OWN_COLUMNS
+    read_back = {
+        column
+        for column in found - OWN_COLUMNS
+        if column.startswith("prior_") and {f"{column}_low", f"{column}_high"} <= found
+    }
+    clash = len(found) < len(columns) + len(OWN_COLUMNS)
+    if clash or read_back != {f"prior_{name}" for name in names}:
+        warnings.warn(
+            f"adaptable: the report's columns cannot name the classes {names} unambiguously "
+            f"(prior_<class>, prior_<class>_low, ...); it names them by position "
+            f"(0 .. {n_classes - 1}) instead.",
+            UserWarning,
+            stacklevel=4,
+        )
+        return positions
     return names
 
 

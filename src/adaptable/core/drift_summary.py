@@ -119,6 +119,8 @@ class DriftSummary:
         deviations: how many deviations a verdict needs.
         verdict: one of :data:`VERDICTS`.
         classes: the labels the distributions' entries stand for (``None``: 0 .. C - 1).
+        forgotten: the batches before the report's window (``report_batches``), which no
+            summary can read any more.
     """
 
     objective: str
@@ -143,6 +145,7 @@ class DriftSummary:
     deviations: float
     verdict: str
     classes: tuple | None = None
+    forgotten: int = 0
 
     def as_dict(self) -> dict[str, object]:
         """The fields as plain Python values for JSON: arrays as lists, NaN as None."""
@@ -167,9 +170,14 @@ class DriftSummary:
             else f"  {metric} on held-out source rows (the model): {_points(self.reference)}"
             f"{_pm(self.reference_sd)}."
         )
+        earlier = (
+            f" (batches 0-{self.forgotten - 1} are no longer kept: report_batches)"
+            if self.forgotten and self.first_batch == self.forgotten
+            else ""
+        )
         lines = [
             f"Batches {self.first_batch}-{last}: {self.rows:,} rows, "
-            f"{self.labelled_rows:,} labelled by row id.",
+            f"{self.labelled_rows:,} labelled by row id{earlier}.",
             f"  the stream since reset: "
             f"{'feature shift detected' if self.shift_detected else 'no feature shift detected'}"
             f"; label distribution {_shares(self.target_prior, self.classes)} (source "
@@ -300,7 +308,7 @@ def summarise(
     c = log.n_classes
     return DriftSummary(
         objective=log.objective,
-        first_batch=first,
+        first_batch=log.dropped + first,
         batches=n_batches - first,
         rows=window.rows,
         labelled_rows=labelled,
@@ -321,6 +329,7 @@ def summarise(
         deviations=float(deviations),
         verdict=verdict,
         classes=None if classes is None else tuple(python_value(k) for k in classes),
+        forgotten=log.dropped,
     )
 
 

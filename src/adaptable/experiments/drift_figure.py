@@ -91,7 +91,8 @@ def plot_drift_report(
     Args:
         report: :meth:`adaptable.AdapTable.report`'s DataFrame.
         title: the figure's title.
-        true_shares: the stream's true class shares so far after each batch, (batches, C)
+        true_shares: the stream's true class shares so far after each of the report's
+            batches, (rows of the report, C)
             (a reference line; only an experiment with labels at hand has it).
         objective: the performance axis' name.
     """
@@ -190,7 +191,8 @@ def with_feedback(specs: list[Any], share: float, delay: float) -> list[Any]:
 
 class DriftRun(NamedTuple):
     """One experiment's drift report (:func:`experiment_report`): the report, the stream's true
-    class shares so far after each batch (batches, C), and the method's
+    class shares since its start after each of the report's batches (rows of the report, C;
+    the report may have forgotten the first batches of a long stream), and the method's
     :meth:`~adaptable.AdapTable.drift_summary` over the whole stream (None for an empty
     stream)."""
 
@@ -225,7 +227,9 @@ def experiment_report(spec: Any, context: Any = None) -> DriftRun:
         shares.append(counts / counts.sum())
     method = fitted.method
     summary = method.drift_summary() if shares else None  # an empty stream has no summary
-    return DriftRun(method.report(), np.array(shares), summary)
+    report = method.report()
+    kept = report["batch"].to_numpy(dtype=np.int64) if len(report) else np.zeros(0, np.int64)
+    return DriftRun(report, np.array(shares).reshape(-1, len(counts))[kept], summary)
 
 
 def draw_experiment(spec: Any, path: str | Path, context: Any = None) -> tuple[Path, Any]:
