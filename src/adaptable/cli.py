@@ -1142,6 +1142,7 @@ def _main(argv: list[str] | None, components: Components | None) -> int:
     from adaptable.experiments.process import limit_threads
 
     limit_threads(args.threads)
+    from adaptable.experiments.executors import ClusterUnreachable
     from adaptable.experiments.store import report_skipped_lines
 
     started = time.perf_counter()
@@ -1151,6 +1152,9 @@ def _main(argv: list[str] | None, components: Components | None) -> int:
         stored_before = _stored_count(args.results)
         try:
             code = handler(args, components)
+        except ClusterUnreachable as err:  # nothing answers at --ray-address
+            print(f"adaptable {args.command}: error: {err}", file=sys.stderr, flush=True)
+            return 1
         except KeyboardInterrupt:
             # Every finished experiment is already in the store (appended one by one): say so
             # in one line instead of a traceback through the sweep's internals.

@@ -42,6 +42,31 @@ def test_executor_arguments_are_checked() -> None:
         make_executor("slurm")
 
 
+def test_an_unreachable_ray_cluster_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ray = pytest.importorskip("ray")
+    from adaptable import cli
+    from adaptable.experiments.executors import ClusterUnreachable, RayExecutor
+
+    def refuse(**options):  # what ray.init does after its retries
+        raise ConnectionError(f"Failed to connect to Ray cluster at {options['address']}")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", refuse)
+    with pytest.raises(ClusterUnreachable, match="cannot reach the Ray cluster at '10.0.0.9:6379'"):
+        RayExecutor(address="10.0.0.9:6379")
+    argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source",
+            "--executor", "ray", "--ray-address", "10.0.0.9:6379",
+            "--results", str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip
+    assert cli.main(argv, components=testing.COMPONENTS) == 1
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("adaptable run: error: cannot reach the Ray cluster")
+        and "Traceback" not in err
+    )
+
+
 def test_tiny_sweep_on_local_ray(tmp_path: Path) -> None:
     ray = pytest.importorskip("ray")
     from adaptable.experiments.executors import RayExecutor

@@ -128,12 +128,19 @@ class LocalExecutor:
         """Nothing to release (pools live only for one ``map_unordered`` call)."""
 
 
+class ClusterUnreachable(ConnectionError):
+    """No Ray cluster answers at the address given."""
+
+
 class RayExecutor:
     """Run experiments as Ray tasks (one CPU each) on a local or remote Ray cluster.
 
     Args:
         address: a cluster address (``"auto"``, ``"ray://host:10001"``); ``None`` starts a
             local Ray instance for this process.
+
+    Raises:
+        ClusterUnreachable: no Ray cluster answers at ``address`` (after Ray's own retries).
         workers: CPUs of the local instance (``None``: all); ignored when joining a cluster.
         max_in_flight: tasks submitted ahead of the results (bounds the driver's memory).
 
@@ -161,7 +168,13 @@ class RayExecutor:
                 options["address"] = address
             elif workers is not None:
                 options["num_cpus"] = workers
-            ray.init(**options)
+            try:
+                ray.init(**options)
+            except ConnectionError as err:
+                raise ClusterUnreachable(
+                    f"cannot reach the Ray cluster at {address!r} ({err}); start one there "
+                    "(ray start --head) or leave the address out to run Ray on this machine"
+                ) from err
             self._started_here = True
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.max_in_flight = max_in_flight
