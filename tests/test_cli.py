@@ -1118,3 +1118,22 @@ def test_reproduce_benchmark_says_latex_is_for_the_papers_tables(
     assert cli.main(argv, components=cli.Components()) == 1  # nothing stored
     err = capsys.readouterr().err
     assert "--latex applies to the paper's tables only" in err
+
+
+def test_local_workers_past_the_cpus_are_capped_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from adaptable.experiments import executors
+
+    made = []
+    real = executors.make_executor
+    monkeypatch.setattr(executors, "make_executor", lambda *a, **k: made.append(k) or real(*a, **k))
+    monkeypatch.setattr(cli, "_usable_cpus", lambda: 2)
+    argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source",
+            "--workers", "64", "--results", str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    assert made[-1]["workers"] == 2
+    assert "--workers 64: this machine lets the command use 2 CPUs" in capsys.readouterr().err
+    argv[argv.index("64")] = "2"  # within the CPUs: as asked, no note
+    assert cli.main(argv, components=TOY) == 0
+    assert made[-1]["workers"] == 2 and "--workers" not in capsys.readouterr().err

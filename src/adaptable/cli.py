@@ -206,7 +206,7 @@ def _add_common(parser: argparse.ArgumentParser, results_default: str = DEFAULT_
         type=positive_int,
         default=None,
         metavar="N",
-        help="local processes / Ray CPUs (default: 1 / all)",
+        help="local processes / Ray CPUs (default: 1 / all; local: at most the CPUs there are)",
     )
     parser.add_argument(
         "--ray-address",
@@ -874,8 +874,23 @@ def _context_and_executor(args: argparse.Namespace, components: Components) -> t
         threads=args.threads,
         device=args.device,
     )  # fmt: skip
-    executor = make_executor(args.executor, workers=args.workers, address=args.ray_address)
+    workers = args.workers
+    cpus = _usable_cpus()
+    if args.executor == "local" and workers is not None and workers > cpus:
+        # each worker process loads torch and its data: past the CPUs they only compete
+        print(f"adaptable {args.command}: --workers {workers}: this machine lets the command "
+              f"use {cpus} CPUs; running {cpus} workers", file=sys.stderr)  # fmt: skip
+        workers = cpus
+    executor = make_executor(args.executor, workers=workers, address=args.ray_address)
     return context, executor
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no affinity on this system (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
 
 
 def cmd_run(args: argparse.Namespace, components: Components) -> int:
