@@ -90,7 +90,6 @@ class TorchSourceModel:
     def predict_logits(self, X: pd.DataFrame | np.ndarray | torch.Tensor) -> np.ndarray:
         """Logits ``(n, C)`` as float32 numpy."""
         if isinstance(X, torch.Tensor):
-            self.module.eval()
             return predict_logits(self.module, self.prepare(X))
         return self.logits_from_encoded(self.encoder.encode(X))
 
@@ -101,9 +100,9 @@ class TorchSourceModel:
         encode the same rows a second time (see ``AdapTable._shared_encoder``). The dense
         module input is built ``INFERENCE_ROWS`` rows at a time: on a wide one-hot (2,097 columns
         on Hospital Readmission) the whole matrix of a source split is hundreds of MB that
-        nothing needs at once; the logits are the same.
+        nothing needs at once; the logits are the same. (:func:`predict_logits` puts the
+        module in eval mode.)
         """
-        self.module.eval()
         parts = []
         for start in range(0, max(len(encoded), 1), INFERENCE_ROWS):
             piece = EncodedBatch(
