@@ -288,6 +288,30 @@ def test_label_codes_map_labels_to_column_indices() -> None:
     assert codes.dtype == np.int64
 
 
+@pytest.mark.parametrize(
+    ("classes", "labels"),
+    [
+        (["a", "c", "e"], ["e", "a", "c", "a"]),
+        ([0, 1, 2], [2, 0, 1, 1]),
+        ([1.0, 2.0], [2.0, 1.0, 1.0]),
+        ([False, True], [True, False, True]),
+        (np.array(["x", "y"], dtype=object), np.array(["y", "x"], dtype=object)),
+    ],
+)
+def test_label_codes_are_the_same_for_an_array_a_list_and_a_series(classes, labels) -> None:
+    method = _fitted(classes)
+    want = method.codes(list(labels), "y")
+    for given in (np.asarray(labels), pd.Series(labels), np.asarray(labels)[:, None]):
+        if getattr(given, "ndim", 1) == 2:
+            with pytest.warns(DataConversionWarning):
+                got = method.codes(given, "y")
+        else:
+            got = method.codes(given, "y")
+        assert got.tolist() == want.tolist() and got.dtype == np.int64
+    with pytest.raises(ValueError, match="unseen at fit"):
+        method.codes(np.asarray([*labels[:1], "zz" if isinstance(labels[0], str) else 99]), "y")
+
+
 def test_label_codes_reject_labels_between_known_classes() -> None:
     method = _fitted(["a", "c"])
     message = "probe: y_stream holds labels unseen at fit ['b']; the classes are ['a', 'c']."
