@@ -820,6 +820,28 @@ def test_drift_prints_a_saved_adapters_summary_and_writes_its_report(
     assert fields["verdict"] == "degraded"  # a logistic regression is far from 99 % macro-F1
 
 
+def test_drift_names_the_reports_warnings_in_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    from adaptable import AdapTable
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(900, 2))
+    y = np.where(x[:, 0] > 0, "a", "a_low")  # prior_a_low twice: the report uses positions
+    model = LogisticRegression().fit(x[:600], y[:600])
+    adapter = AdapTable(random_state=0).fit(model, x[:400], y[:400], x[400:600], y[400:600])
+    for t in range(3):
+        adapter.predict(x[600 + 64 * t : 664 + 64 * t])
+    adapter.save(tmp_path / "a.safetensors")
+    code = cli.main(["drift", str(tmp_path / "a.safetensors"), "--report", str(tmp_path / "r.csv")])
+    err = capsys.readouterr().err
+    assert code == 0 and "adaptable drift: warning: the report's columns cannot name" in err
+    assert "UserWarning" not in err and "prior_0" in (tmp_path / "r.csv").read_text()
+
+
 def test_drift_refuses_a_missing_file_and_bad_options_in_one_line(
     saved_adapter: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -17,6 +17,7 @@ import os
 import sys
 import textwrap
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -969,7 +970,15 @@ def cmd_drift(args: argparse.Namespace) -> int:
         print(json.dumps(summary.as_dict()))
     else:
         print(summary)
-    report = adapter.report() if args.report is not None or args.figure is not None else None
+    report = None
+    if args.report is not None or args.figure is not None:
+        # the report's own warnings (classes it names by position) as lines, not raw warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            report = adapter.report()
+        for warning in caught:
+            message = str(warning.message).removeprefix("adaptable: ")
+            print(f"adaptable drift: warning: {message}", file=sys.stderr)
     if args.report is not None:
         try:
             Path(args.report).parent.mkdir(parents=True, exist_ok=True)
