@@ -126,23 +126,44 @@ def test_labels_of_forgotten_batches_teach_nothing_there_and_are_counted() -> No
     assert log.kept_logits(last).shape == (1, 2)
 
 
-def test_a_forgotten_batch_takes_its_rows_predictions_with_it() -> None:
-    # one-row batches: 50 rows' predictions would be kept, but the log holds 4 to 5 batches
+def test_rows_of_forgotten_batches_still_take_labels_while_their_scores_are_kept() -> None:
+    # one-row batches: the log keeps 4 to 5 records, but the last 50 rows' scores and labels
     log = _log(max_batches=4, prediction_rows=50)
     for batch in _batches(300, seed=4):
         one = {**batch, "rows": 1, "predictions": batch["predictions"][:1]}
         for key in ("posteriors", "source_proba", "output", "logits"):
             one[key] = batch[key][:1]
         log.record(**one)
-    assert 4 <= len(log) <= 5
-    kept = np.arange(log.dropped, 300)
-    assert log.kept_logits(kept).shape == (len(kept), 2)
+    assert 4 <= len(log) <= 5 and log.dropped >= 295
+    assert log.kept_logits(np.arange(250, 300)).shape == (50, 2)
     with pytest.raises(ValueError, match="no longer kept"):
-        log.kept_logits(np.array([log.dropped - 1]))
-    log.learn(np.array([log.dropped - 1, 299]), np.array([1, 1]), np.zeros(2, dtype=np.int64))
+        log.kept_logits(np.array([249]))
+    # row 260's record is forgotten: its label is learnt, not scored; row 299's is scored
+    log.learn(np.array([260, 299]), np.array([1, 1]), np.zeros(2, dtype=np.int64))
     assert log.unscored == 1 and log.frame()["realised_rows"].sum() == 1
-    # what the saved state holds is the kept batches' rows
-    assert len(log.arrays()["predictions"]) == len(kept)
+    # a label sent again for it is still a repeat, and a different one is refused
+    assert not log.new_labels(np.array([260]), np.array([1])).any()
+    with pytest.raises(ValueError, match="two different labels"):
+        log.new_labels(np.array([260]), np.array([0]))
+    restored = _log(max_batches=4, prediction_rows=50)
+    restored.restore(log.arrays())
+    assert restored.frame().equals(log.frame())
+    np.testing.assert_array_equal(
+        restored.kept_logits(np.arange(250, 300)), log.kept_logits(np.arange(250, 300))
+    )
+    with pytest.raises(ValueError, match="two different labels"):
+        restored.new_labels(np.array([260]), np.array([0]))
+    # and it goes on as the original does
+    for other in (log, restored):
+        for batch in _batches(30, seed=9):
+            one = {**batch, "rows": 1, "predictions": batch["predictions"][:1]}
+            for key in ("posteriors", "source_proba", "output", "logits"):
+                one[key] = batch[key][:1]
+            other.record(**one)
+    assert restored.frame().equals(log.frame())
+    np.testing.assert_array_equal(
+        restored.kept_logits(np.arange(280, 330)), log.kept_logits(np.arange(280, 330))
+    )
 
 
 def test_save_restore_and_pickle_after_forgetting_go_on_identically() -> None:

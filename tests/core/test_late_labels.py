@@ -522,6 +522,11 @@ def test_an_adapter_whose_report_forgot_batches_saves_loads_and_goes_on(shifts, 
     after = [adapter.report() for adapter in (method, loaded)]
     assert after[0].drop(columns="rule").equals(after[1].drop(columns="rule"))
     assert after[0]["batch"].iloc[-1] == 29 and len(after[0]) <= 7
+    # a window changed by set_params takes effect at the next fit; a file keeps the live one
+    method.set_params(report_batches=100)
+    method.save(tmp_path / "set.safetensors")
+    again = AdapTable.load(tmp_path / "set.safetensors", model=model)
+    assert again.decider_.drift_log.max_batches == method.decider_.drift_log.max_batches == 6
     # None keeps every batch
     everything, _ = _fitted(stream, report_batches=None)
     _run(everything, stream, share=0.0, delay=0, batches=20)

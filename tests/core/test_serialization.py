@@ -201,3 +201,18 @@ def test_the_state_goes_on_from_where_it_was_saved(synthetic, tmp_path, preset) 
     np.testing.assert_array_equal(loaded.state.uncertainty, method.state.uncertainty)
     loaded.reset()
     assert loaded.state.n_batches == 0 and loaded.state.decision_rule is None
+
+
+def test_numpy_scalar_parameters_are_saved_as_numbers(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(600, 3))
+    y = (x[:, 0] > 0).astype(int)
+    model = LogisticRegression().fit(x, y)
+    method = AdapTable(
+        random_state=np.int64(0), report_batches=np.int32(5), prior_strength=np.float32(32.0)
+    ).fit(model, x[:400], y[:400], x[400:], y[400:])
+    method.predict(x[:30])
+    method.save(tmp_path / "a.safetensors")
+    loaded = AdapTable.load(tmp_path / "a.safetensors", model=model)
+    assert (loaded.random_state, loaded.report_batches, loaded.prior_strength) == (0, 5, 32.0)
+    assert type(loaded.report_batches) is int

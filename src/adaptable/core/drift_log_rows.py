@@ -24,6 +24,7 @@ class DriftLogRows:
     dropped: int
     _batches: list
     _start_buffer: np.ndarray
+    _start_base: int
     _logits: dict[int, np.ndarray]
     _given: dict[int, np.ndarray]
 
@@ -55,15 +56,15 @@ class DriftLogRows:
     def _by_batch(self, row_ids: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
         """The ids grouped by the batch that holds them: (batch number, the ids' positions in
         ``row_ids``, their offsets in the batch) per batch; one sort, O(n log n) whatever the
-        stream's length. Ids older than the kept records share a number below ``dropped``,
-        which no store holds."""
-        starts = self._start_buffer[: len(self._batches)]
+        stream's length. Ids older than the batches whose starts are kept share a number that
+        no store holds."""
+        starts = self._start_buffer[: self.dropped + len(self._batches) - self._start_base]
         batch = np.searchsorted(starts, row_ids, side="right") - 1
         order = np.argsort(batch, kind="stable")
         indices, first = np.unique(batch[order], return_index=True)
         parts = np.split(order, first[1:])
         return [
-            (self.dropped + index, part, row_ids[part] - starts[max(index, 0)])
+            (self._start_base + index, part, row_ids[part] - starts[max(index, 0)])
             for index, part in zip(indices.tolist(), parts, strict=True)
         ]
 

@@ -75,23 +75,26 @@ class DriftLogState:
     max_batches: int
 
     def _trim(self) -> None:
-        """Forget the oldest records down to ``max_batches``, with their rows' kept
-        predictions, scores and labels (labels by row id for them are no longer scored) and
-        their residual sums; batch numbers stay counted from the stream's start."""
+        """Forget the oldest records down to ``max_batches``, with their residual sums and
+        believed posteriors (the label-corrected columns of forgotten batches); batch numbers
+        stay counted from the stream's start. Their rows' predicted codes, scores and labels
+        stay as long as the last ``prediction_rows`` rows hold them: a label by row id for
+        such a row is still checked for repeats and learnt, but no longer scored."""
         self._settle()  # the pending records are addressed by position
         excess = len(self._batches) - self.max_batches
         if excess <= 0:
             return
         del self._batches[:excess]
-        n = len(self._batches)
-        self._start_buffer[:n] = self._start_buffer[excess : excess + n].copy()
         self.dropped += excess
-        for number in range(self._oldest, self.dropped):
-            self._kept -= len(self._predictions.pop(number))
-            for store in (self._logits, self._believed, self._given):
-                store.pop(number, None)
-        self._oldest = max(self._oldest, self.dropped)
+        for number in [k for k in self._believed if k < self.dropped]:
+            del self._believed[number]
         self._residuals.forget_before(self.dropped)
+        base = min(self._oldest, self.dropped)
+        shift = base - self._start_base
+        if shift > 0:
+            held = self.dropped + len(self._batches) - self._start_base
+            self._start_buffer[: held - shift] = self._start_buffer[shift:held].copy()
+            self._start_base = base
 
     def _realised(self, record: BatchRecord) -> np.ndarray:
         c = self.n_classes
@@ -154,8 +157,11 @@ class DriftLogState:
                 "rules": np.frombuffer(rules, dtype=np.uint8).copy(),
                 "predictions": np.concatenate(codes).astype(np.int64) if codes else np.zeros(0),
                 "counters": np.array(
-                    [self.n_rows, self.unscored, self._oldest, self.dropped], dtype=np.int64
+                    [self.n_rows, self.unscored, self._oldest, self.dropped, self.max_batches],
+                    dtype=np.int64,
                 ),
+                # rows per kept batch (some may be older than the first kept record)
+                "kept_sizes": np.array([len(k) for k in codes], dtype=np.int64),
             }
             | per_row
             | self._residuals.arrays(self.dropped + len(b))
@@ -186,11 +192,14 @@ class DriftLogState:
                 values[missing] = np.nan
         rules_bytes = np.asarray(arrays.get("rules", np.zeros(0)), dtype=np.uint8).tobytes()
         rules = rules_bytes.decode().split("\n") if n else []
-        # a file written before records were forgotten holds three counters: none was
-        dropped = int(counters[3]) if counters.shape == (4,) else 0
+        # a file written before records were forgotten holds three counters: none was; the
+        # fifth, the window the log was fitted with (a later set_params does not change it)
+        dropped = int(counters[3]) if len(counters) >= 4 else 0
+        window = int(counters[4]) if len(counters) == 5 else self.max_batches
         if (
-            counters.shape not in ((3,), (4,))
+            counters.shape not in ((3,), (4,), (5,))
             or dropped < 0
+            or window < 1
             or scalars.shape != (n, width)
             or vectors.shape != (n, 2, c)
             or matrices.shape != (n, 4, c, c)
@@ -216,12 +225,27 @@ class DriftLogState:
                     None if np.isnan(inputs[i, 1:]).all() else inputs[i, 1:].copy(),
                 )
             )
-            self._append_start(int(s[0]))
         codes = np.asarray(arrays.get("predictions", np.zeros(0)), dtype=np.int64)
         oldest = int(counters[2])
-        kept_rows = [x.rows for x in self._batches[oldest - dropped :]]
-        if not dropped <= oldest <= dropped + n or sum(kept_rows) != len(codes):
+        if "kept_sizes" in arrays:
+            kept_rows = np.asarray(arrays["kept_sizes"], dtype=np.int64).reshape(-1).tolist()
+        else:  # written before: the kept rows were those of kept records
+            kept_rows = [x.rows for x in self._batches[max(oldest - dropped, 0) :]]
+        if (
+            not 0 <= oldest <= dropped + n
+            or len(kept_rows) != dropped + n - oldest
+            or min(kept_rows, default=0) < 0
+            or sum(kept_rows) != len(codes)
+            or len(codes) > int(counters[0])
+        ):
             raise ValueError("drift report: kept predictions do not match the batches' rows.")
+        # the first rows of the batches from the older of the first kept batch and record
+        self._start_base = min(oldest, dropped)
+        before = np.cumsum([0, *kept_rows[: max(dropped - oldest, 0)]])[:-1]
+        first_kept = int(counters[0]) - sum(kept_rows)
+        starts = [*(first_kept + before).tolist(), *(int(x.first_row) for x in self._batches)]
+        self._start_buffer = np.zeros(max(64, 2 * len(starts)), dtype=np.int64)
+        self._start_buffer[: len(starts)] = starts
         kept: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for name in ("logits", "believed"):
             if name in arrays:
@@ -256,6 +280,7 @@ class DriftLogState:
         self._residuals.restore(arrays, dropped + n)
         self._residuals.forget_before(dropped)
         self._oldest, self._kept, self.dropped = oldest, len(codes), dropped
+        self.max_batches = window
         self.n_rows, self.unscored = int(counters[0]), int(counters[1])
 
 

@@ -85,9 +85,10 @@ class DriftLog(DriftLogState, DriftLogRows):
             :data:`adaptable.core.decision.OBJECTIVES`).
         prediction_rows: predicted codes kept for matching labels to rows (None:
             :data:`PREDICTION_ROWS`).
-        max_batches: records kept (None: :data:`REPORT_BATCHES`): once a quarter more are
-            held, the oldest are forgotten down to this many, with their rows' predicted codes
-            (labels by row id for those rows are then counted in ``unscored``).
+        max_batches: records kept (None: :data:`REPORT_BATCHES`): once a quarter more (at
+            least one) are held, the oldest are forgotten down to this many. Their rows' codes
+            and scores stay while the last ``prediction_rows`` rows hold them (labels by row id
+            for those rows are learnt and checked for repeats, and counted in ``unscored``).
 
     Attributes:
         n_rows: rows recorded since the last reset (the next batch's first row id).
@@ -129,11 +130,15 @@ class DriftLog(DriftLogState, DriftLogRows):
     def reset(self) -> None:
         """Forget every record."""
         self._batches: list[BatchRecord] = []
-        #: each batch's first row id, a buffer grown by doubling (the first len(self) hold)
+        #: each batch's first row id from batch number ``_start_base`` on (the older of the
+        #: first kept record and the first batch with kept rows), a buffer grown by doubling
         self._start_buffer = np.zeros(64, dtype=np.int64)
+        self._start_base = 0
         #: predicted codes by batch number (counted from the stream's start, like the stores
         #: below; a record's position in ``_batches`` is its number less ``dropped``), the
-        #: batches from ``_oldest`` on
+        #: batches from ``_oldest`` on: the last ``prediction_rows`` rows, whether or not their
+        #: batches' records are still kept (labels by row id are checked for repeats and
+        #: learnt from the kept scores as long as the rows are)
         self._predictions: dict[int, np.ndarray] = {}
         #: the model's logits of the same rows, where the record was given them (labels by
         #: row id alone are learnt from them)
@@ -163,6 +168,7 @@ class DriftLog(DriftLogState, DriftLogRows):
         self.__dict__.setdefault("_given", {})
         self.__dict__.setdefault("dropped", 0)
         self.__dict__.setdefault("max_batches", REPORT_BATCHES)
+        self.__dict__.setdefault("_start_base", self.dropped)
 
     # ------------------------------------------------------------------ writing
     def record(
@@ -299,7 +305,7 @@ class DriftLog(DriftLogState, DriftLogRows):
             self._oldest += 1
 
     def _append_start(self, start: int) -> None:
-        index = len(self._batches) - 1  # the batch just appended
+        index = self.dropped + len(self._batches) - 1 - self._start_base  # the batch just appended
         if index == len(self._start_buffer):
             self._start_buffer = np.concatenate([self._start_buffer, self._start_buffer])
         self._start_buffer[index] = start
@@ -334,6 +340,9 @@ class DriftLog(DriftLogState, DriftLogRows):
             if given is None:
                 given = self._given[index] = np.full(len(codes), -1, dtype=np.int16)
             given[offsets] = labels[part]
+            if index < self.dropped:  # the batch's record is forgotten: nothing to score
+                self.unscored += len(part)
+                continue
             record = self._batches[index - self.dropped]
             if record.realised is None:
                 record.realised = np.zeros((2, self.n_classes, self.n_classes))
@@ -349,7 +358,8 @@ class DriftLog(DriftLogState, DriftLogRows):
 
     # ------------------------------------------------------------------ reading
     def frame(self, classes: Any = None) -> pd.DataFrame:
-        """The report, one row per kept batch: the last ``max_batches`` (up to a quarter more;
+        """The report, one row per kept batch: the last ``max_batches`` (up to a quarter more,
+        at least one;
         on a long stream the oldest records are forgotten). The ``..._so_far`` columns run
         over the kept batches, as if the stream began at the first of them; ``batch`` counts
         from the stream's start.

@@ -144,9 +144,11 @@ class LateLabels:
         """The drift report: one row per batch adapted since fit / reset / load (default
         preset; columns: :meth:`adaptable.core.drift_report.DriftLog.frame`), with the classes
         named by ``classes_`` (by position, with a warning, where two names would give one
-        column). On a long stream only the last
-        :data:`~adaptable.core.drift_report.REPORT_BATCHES` batches or so are kept (about
-        1.2 kB each): the older ones are forgotten, and ``batch`` goes on counting.
+        column). On a long stream only the last ``report_batches`` batches are kept (up to a
+        quarter more; about 1.2 kB each): the older ones are forgotten, and ``batch`` goes on
+        counting. Labels by row id for rows of a forgotten batch still teach the adapter (and
+        are checked for repeats) while the last 65,536 rows' scores hold them, but are no
+        longer scored.
         :func:`adaptable.experiments.drift_figure.draw` plots it.
 
         Raises:

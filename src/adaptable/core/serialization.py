@@ -35,6 +35,7 @@ from adaptable.core.fitted_columns import is_saved_name
 from adaptable.core.parts import LoadContext
 from adaptable.core.presets import DECIDERS, calibrator_name
 from adaptable.core.state import StateReader, Tensors
+from adaptable.values import python_value
 
 FORMAT = "adaptable.AdapTable/2"
 #: files written before the presets existed hold the paper's algorithm
@@ -128,10 +129,11 @@ def _saved_params(method: Any) -> dict[str, Any]:
     """Constructor arguments in constructor order, JSON-compatible."""
     order = [p for p in inspect.signature(type(method).__init__).parameters if p != "self"]
     params = method.get_params(deep=False)
-    saved = {k: params[k] for k in order if k not in _UNSAVED_PARAMS}
+    # numpy scalars (report_batches=np.int64(5), say) pass the constraints but not json
+    saved = {k: python_value(params[k]) for k in order if k not in _UNSAVED_PARAMS}
     for key in ("numerical", "categorical"):
         if saved[key] is not None:
-            saved[key] = list(saved[key])
+            saved[key] = [python_value(name) for name in saved[key]]
     return saved
 
 
