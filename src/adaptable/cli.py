@@ -528,15 +528,19 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
             problems += _drift_figure_problems(args, methods, built)
         args.parsed_methods = methods
     elif args.command == "reproduce":
+        from adaptable.datasets.benchmark_cases import ROLES
         from adaptable.experiments.reproduce import request_problems
 
         problems += _unknown(components, args.datasets or [], args.models or [], [], [])
+        if args.roles:  # HOLDOUT: holdout, as table and dataset names are folded
+            args.roles = _unique([_case_folded(r, ROLES) for r in args.roles])
         if not problems:
             problems += request_problems(args.table, _request(args), args.roles)
     elif args.command == "plot":
         from adaptable.experiments.figures import FIGURES
 
-        unknown = [f for f in dict.fromkeys(args.figures) if f not in FIGURES]
+        args.figures = _unique([_case_folded(f, FIGURES) for f in args.figures])
+        unknown = [f for f in args.figures if f not in FIGURES]
         problems += [unknown_name("figure", f, FIGURES) for f in unknown]
         args.method = _unique([_folded(components, "method", m) for m in args.method])
         if len(args.method) != 1:
@@ -772,6 +776,12 @@ def _fold_case(args: argparse.Namespace, components: Components) -> None:
             setattr(args, option, [_folded(components, kind, v) for v in values])
 
 
+def _case_folded(name: str, names: Sequence[str]) -> str:
+    """``name`` as one of ``names`` where only its case differs (``RELIABILITY``), else as
+    given."""
+    return name.lower() if name not in names and name.lower() in names else name
+
+
 def _one_of(kind: str, names: Sequence[str]) -> Callable[[str], str]:
     """An argparse ``type`` that takes one of ``names`` and refuses others with the closest."""
 
@@ -879,8 +889,9 @@ def _context_and_executor(args: argparse.Namespace, components: Components) -> t
     cpus = _usable_cpus()
     if args.executor == "local" and workers is not None and workers > cpus:
         # each worker process loads torch and its data: past the CPUs they only compete
+        plural = "s" if cpus != 1 else ""
         print(f"adaptable {args.command}: --workers {workers}: this machine lets the command "
-              f"use {cpus} CPUs; running {cpus} workers", file=sys.stderr)  # fmt: skip
+              f"use {cpus} CPU{plural}; running {cpus} worker{plural}", file=sys.stderr)  # fmt: skip
         workers = cpus
     executor = make_executor(args.executor, workers=workers, address=args.ray_address)
     return context, executor

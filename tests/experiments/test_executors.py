@@ -52,10 +52,23 @@ def test_an_unreachable_ray_cluster_is_one_line_not_a_traceback(
     def refuse(**options):  # what ray.init does after its retries
         raise ConnectionError(f"Failed to connect to Ray cluster at {options['address']}")
 
+    from adaptable.experiments import executors
+
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", refuse)
+    # a port that refuses at once: refused before Ray retries it for minutes
+    with pytest.raises(ClusterUnreachable, match="'127.0.0.1:1' .*accepts no connection"):
+        RayExecutor(address="127.0.0.1:1")
+    with pytest.raises(ClusterUnreachable, match="'ray://127.0.0.1:1' .*accepts no connection"):
+        RayExecutor(address="ray://127.0.0.1:1")
+    # a port that answers but is no Ray cluster: Ray's own refusal, and a malformed address
+    monkeypatch.setattr(executors, "_check_reachable", lambda address: None)
     with pytest.raises(ClusterUnreachable, match="cannot reach the Ray cluster at '10.0.0.9:6379'"):
         RayExecutor(address="10.0.0.9:6379")
+    monkeypatch.setattr(ray, "init", lambda **options: (_ for _ in ()).throw(ValueError("bad")))
+    with pytest.raises(ClusterUnreachable, match="'garbage' \\(bad\\)"):
+        RayExecutor(address="garbage")
+    monkeypatch.setattr(ray, "init", refuse)
     argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source",
             "--executor", "ray", "--ray-address", "10.0.0.9:6379",
             "--results", str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
@@ -132,6 +133,27 @@ class ClusterUnreachable(ConnectionError):
     """No Ray cluster answers at the address given."""
 
 
+#: seconds a Ray address's host and port get to accept a connection before Ray is asked
+CONNECT_SECONDS = 5.0
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse a ``host:port`` address (``ray://host:port`` too) whose port accepts no
+    connection within :data:`CONNECT_SECONDS`: Ray itself retries such an address for
+    minutes. ``"auto"`` and addresses without a port are left to Ray.
+
+    Raises:
+        ConnectionError: nothing accepts a connection there (an ``OSError`` subclass).
+    """
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
+    except OSError as err:
+        raise ConnectionError(f"{host}:{port} accepts no connection: {err}") from err
+
+
 class RayExecutor:
     """Run experiments as Ray tasks (one CPU each) on a local or remote Ray cluster.
 
@@ -169,8 +191,10 @@ class RayExecutor:
             elif workers is not None:
                 options["num_cpus"] = workers
             try:
+                if address is not None:
+                    _check_reachable(address)
                 ray.init(**options)
-            except ConnectionError as err:
+            except (ConnectionError, ValueError) as err:  # ValueError: a malformed address
                 raise ClusterUnreachable(
                     f"cannot reach the Ray cluster at {address!r} ({err}); start one there "
                     "(ray start --head) or leave the address out to run Ray on this machine"

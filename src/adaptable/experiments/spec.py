@@ -299,15 +299,19 @@ def _json(options: Mapping[str, Any]) -> str:
     return json.dumps(options, sort_keys=True, separators=(",", ":"))
 
 
+_PYTHON_CONSTANTS = {"None": None, "True": True, "False": False}
 _METHOD_PATTERN = re.compile(r"^(?P<name>[^\[\]]+)(\[(?P<options>.*)\])?$")
 
 
 def parse_method(text: str) -> tuple[str, dict[str, Any]]:
     """A method as the CLI spells it, ``NAME`` or ``NAME[key=value,...]``, as ``(name,
-    options)``; values are read as JSON where they parse (numbers, booleans), else strings.
+    options)``; values are read as JSON where they parse (numbers, booleans, null), as Python's
+    ``None`` / ``True`` / ``False``, else as strings.
 
     >>> parse_method("adaptable[calibrator=none,alpha=0.2]")
     ('adaptable', {'calibrator': 'none', 'alpha': 0.2})
+    >>> parse_method("adaptable[report_batches=None,verbose=true]")
+    ('adaptable', {'report_batches': None, 'verbose': True})
 
     Raises:
         ValueError: a text that is not ``NAME`` or ``NAME[key=value,...]``.
@@ -323,6 +327,9 @@ def parse_method(text: str) -> tuple[str, dict[str, Any]]:
                 raise ValueError(
                     f"method options must be key=value pairs; got {part!r} in {text!r}"
                 )
+            if value.strip() in _PYTHON_CONSTANTS:  # None, True, False as Python spells them
+                options[key.strip()] = _PYTHON_CONSTANTS[value.strip()]
+                continue
             try:
                 options[key.strip()] = json.loads(value)
             except json.JSONDecodeError:
