@@ -1171,3 +1171,15 @@ def test_local_workers_past_the_cpus_are_capped_with_a_note(
     argv[argv.index("64")] = "2"  # within the CPUs: as asked, no note
     assert cli.main(argv, components=TOY) == 0
     assert made[-1]["workers"] == 2 and "--workers" not in capsys.readouterr().err
+
+
+def test_usable_cpus_follow_a_containers_quota(tmp_path: Path) -> None:
+    quota = tmp_path / "cpu.max"
+    quota.write_text("150000 100000\n")  # docker --cpus 1.5: two processes at most
+    assert cli._usable_cpus(str(quota)) == min(2, cli._usable_cpus(str(tmp_path / "none")))
+    quota.write_text("50000 100000\n")  # half a CPU: one process
+    assert cli._usable_cpus(str(quota)) == 1
+    quota.write_text("max 100000\n")  # no quota
+    assert cli._usable_cpus(str(quota)) == cli._usable_cpus(str(tmp_path / "none")) >= 1
+    quota.write_text("garbage")
+    assert cli._usable_cpus(str(quota)) >= 1

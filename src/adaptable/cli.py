@@ -897,12 +897,21 @@ def _context_and_executor(args: argparse.Namespace, components: Components) -> t
     return context, executor
 
 
-def _usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity where the system has one)."""
+def _usable_cpus(quota_file: str = "/sys/fs/cgroup/cpu.max") -> int:
+    """The CPUs this process may run on: its affinity where the system has one, and no more
+    than a container's CPU quota (cgroup v2 ``cpu.max``, e.g. ``docker --cpus 2``)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # no affinity on this system (macOS, Windows)
-        return max(1, os.cpu_count() or 1)
+        cpus = os.cpu_count() or 1
+    try:
+        with open(quota_file) as quota:
+            limit, period = quota.read().split()[:2]
+        if limit != "max":
+            cpus = min(cpus, math.ceil(int(limit) / int(period)))
+    except (OSError, ValueError):  # no cgroup v2 quota here
+        pass
+    return max(1, cpus)
 
 
 def cmd_run(args: argparse.Namespace, components: Components) -> int:
