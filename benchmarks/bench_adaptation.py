@@ -267,9 +267,10 @@ def bench_dataset(
 
             p_med, p_min = timed(run_labelled, args.repeats, args.clock)
             by_id = by_row_id(method, batches, labels, args.repeats, args.clock)
-            late = with_late_labels(method, model, batches, labels, args.repeats, args.clock)
+            late, parts = with_late_labels(method, model, batches, labels, args.repeats, args.clock)
             labelled.append(
-                f"| {name} | {size} | {us(p_med):.2f} / {us(p_min):.2f} | {by_id(us)} | {late} |"
+                f"| {name} | {size} | {us(p_med):.2f} / {us(p_min):.2f} | {by_id(us)} | {late} "
+                f"| {parts} |"
             )
         if args.device != "cpu":
             on_device.append(adaptation_on_device(name, size, method, logits, ready, args))
@@ -398,20 +399,63 @@ def by_row_id(
     return lambda us: f"{us(median):.2f} / {us(least):.2f}"
 
 
+#: the labelled path's parts the late-labels column breaks its time into: (module, function)
+LABELLED_PARTS = {
+    "refits": ("adaptable.core.feedback.learner", "fit_correction"),
+    "comparisons": ("adaptable.core.feedback.learner", "compare_rules"),
+    "rule weights": ("adaptable.core.recommended_labelled", "plugin_weights"),
+}
+
+
+def timed_parts(clock: str) -> tuple[dict[str, float], Callable[[], None]]:
+    """Wrap :data:`LABELLED_PARTS` so that each call adds its time to a dict (seconds);
+    returns the dict and a function that puts the originals back. Internal names: a part the
+    package no longer has is left out."""
+    now = CLOCKS[clock]
+    spent: dict[str, float] = {}
+    undo = []
+    for part, (module_name, function) in LABELLED_PARTS.items():
+        module = importlib.import_module(module_name)
+        original = getattr(module, function, None)
+        if original is None:
+            continue
+
+        def wrapped(*a: Any, _f: Callable = original, _part: str = part, **k: Any) -> Any:
+            start = now()
+            try:
+                return _f(*a, **k)
+            finally:
+                spent[_part] = spent.get(_part, 0.0) + now() - start
+
+        setattr(module, function, wrapped)
+        undo.append((module, function, original))
+
+    def restore() -> None:
+        for module, function, original in undo:
+            setattr(module, function, original)
+
+    return spent, restore
+
+
 def with_late_labels(
     method: Any, model: Any, batches: list, labels: list, repeats: int, clock: str
-) -> str:
+) -> tuple[str, str]:
     """``predict_proba`` while labels come back (5 % of each batch's rows by row id, 10
     batches late), us per row over the batches decided with 10 or more labelled rows, and
     the model's own on those batches: "adapter (model), x ratio" of the medians over
-    ``repeats`` passes (a first pass warms up); "-" where no batch had 10 labels."""
+    ``repeats`` passes (a first pass warms up); "-" where no batch had 10 labels. Then the
+    breakdown, us per row: the score correction's refits, the rule comparisons and the
+    candidate rules' plug-in weights, in the same passes (their medians)."""
     now = CLOCKS[clock]
     draw = np.random.default_rng(0)
     chosen = [np.flatnonzero(draw.random(len(b)) < 0.05) for b in batches]
     adapter_times, model_times, rows = [], [], 0
+    part_times: list[dict[str, float]] = []
+    parts, restore = timed_parts(clock)
     for _ in range(repeats + 1):
         method.reset()
         first, starts, spent, spent_model, rows = 0, [], 0.0, 0.0, 0
+        parts.clear()
         for t, batch in enumerate(batches):
             if t >= 11:  # the labels of batch t - 11 arrive
                 back = t - 11
@@ -430,11 +474,17 @@ def with_late_labels(
                 rows += len(batch)
         adapter_times.append(spent)
         model_times.append(spent_model)
+        part_times.append(dict(parts))
+    restore()
     if rows == 0:
-        return "-"
+        return "-", "-"
     adapter = float(np.median(adapter_times[1:])) / rows * 1e6
     own = float(np.median(model_times[1:])) / rows * 1e6
-    return f"{adapter:.1f} ({own:.1f}), x {adapter / own:.2f}"
+    breakdown = " / ".join(
+        f"{float(np.median([p.get(part, 0.0) for p in part_times[1:]])) / rows * 1e6:.1f}"
+        for part in LABELLED_PARTS
+    )
+    return f"{adapter:.1f} ({own:.1f}), x {adapter / own:.2f}", breakdown
 
 
 def main() -> None:
@@ -543,9 +593,10 @@ def main() -> None:
     if tables["labelled"]:
         print(
             "| dataset | batch | partial_fit(X, y) | partial_fit(None, y, rows=ids) | "
-            "predict_proba with labels coming back (model's own), x model |"
+            "predict_proba with labels coming back (model's own), x model | of which "
+            f"{' / '.join(LABELLED_PARTS)} |"
         )
-        print("|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|")
         print("\n".join(tables["labelled"]))
     else:
         print("not measured (partial_fit is the default preset's)")

@@ -573,3 +573,18 @@ def test_labels_the_stream_does_not_back_wait_for_min_labelled_alone() -> None:
     # from 50 labelled rows on they act by themselves
     never = np.zeros(60, dtype=int)
     assert _chosen_with_labels(never, 0, with_stream=True, alone=50, anchor=1)[0] == "argmax"
+
+
+def test_rule_patterns_are_numpys_row_wise_unique() -> None:
+    from adaptable.core.feedback import rules
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        n, n_classes, n_rules = int(rng.integers(1, 60)), int(rng.integers(2, 5)), 5
+        labels = rng.integers(0, n_classes, n)
+        predictions = rng.integers(0, n_classes, (n_rules, n))
+        patterns, counts = rules._patterns(labels, predictions)
+        keys = np.column_stack([labels, predictions.T])
+        want, want_counts = np.unique(keys, axis=0, return_counts=True)
+        np.testing.assert_array_equal(patterns, want)
+        np.testing.assert_array_equal(counts, want_counts)
