@@ -588,3 +588,48 @@ def test_rule_patterns_are_numpys_row_wise_unique() -> None:
         want, want_counts = np.unique(keys, axis=0, return_counts=True)
         np.testing.assert_array_equal(patterns, want)
         np.testing.assert_array_equal(counts, want_counts)
+
+
+def test_deferred_plug_in_rules_are_built_only_where_used_and_decide_the_same() -> None:
+    """Weights given as functions: a batch that compares builds every rule; one that keeps
+    the last choice builds that rule alone; the decisions are those of the weights given."""
+    source, target = np.array([0.75, 0.25]), np.array([0.5, 0.5])
+    built: list[str] = []
+
+    def weights(name: str, value: np.ndarray):
+        def give() -> np.ndarray:
+            built.append(name)
+            return value
+
+        return give
+
+    # a model that under-rates class 1: the plug-in rule wins (no score correction here)
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=300) * 1.5
+    log_p = -np.logaddexp(0, -np.stack([-z, z], axis=1))
+    labels = (rng.random(300) < 1 / (1 + np.exp(-(z + 2.5)))).astype(np.int64)
+    eager, lazy = (
+        LabelledFeedback(source, "macro_f1", seed=0, correction_rows=10**6).fit_heldout(
+            *_rows(300, seed=9)
+        )
+        for _ in range(2)
+    )
+    for feedback in (eager, lazy):
+        feedback.add(log_p, labels)
+    target_w, model_w = np.array([0.5, 0.5]), np.array([0.15, 0.85])
+    chosen = set()
+    for rows in range(1000, 1300, 20):
+        want = eager.decide(standard_rules(source, target, target_w, model_w), 0, stream_rows=rows)
+        built.clear()
+        rules = standard_rules(
+            source, target, weights("target", target_w), weights("model", model_w)
+        )
+        got = lazy.decide(rules, 0, stream_rows=rows)
+        assert got.index == want.index and got.rule.name == want.rule.name
+        chosen.add((got.rule.name, got.comparison is None))
+        np.testing.assert_array_equal(got.rule.offset, want.rule.offset)
+        if got.comparison is not None:
+            assert sorted(built) == ["model", "target"]
+        else:  # only the rule in use, where it is a deferred one
+            assert built == {"label_shift": ["target"], "plugin": ["model"]}.get(got.rule.name, [])
+    assert ("plugin", True) in chosen  # a batch kept the deferred plug-in rule without comparing

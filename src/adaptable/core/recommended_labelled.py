@@ -195,11 +195,12 @@ class LabelledRows:
         source, estimate = self.source_prior_, self.prior_estimate
         unlabelled, target = estimate.prior, post.mean
         reservoir = estimate.reservoir
+        # (the plug-in rules' weights, two passes over the reservoir, only where used)
         rules = standard_rules(
             source,
             target,
-            plugin_weights(estimate.target_posteriors(prior=target), self.objective),
-            plugin_weights(reservoir, self.objective),
+            lambda: plugin_weights(estimate.target_posteriors(prior=target), self.objective),
+            lambda: plugin_weights(reservoir, self.objective),
         )
         no_shift = np.zeros(len(source))
         today = decision.rule

@@ -21,10 +21,17 @@ from adaptable.core.feedback.learner import (
 )
 from adaptable.core.feedback.prior import PriorPosterior, combine_prior, unlabelled_worth
 from adaptable.core.feedback.reservoir import LabelledReservoir
-from adaptable.core.feedback.rules import RuleComparison, ScoreRule, choose_rule, compare_rules
+from adaptable.core.feedback.rules import (
+    DeferredRule,
+    RuleComparison,
+    ScoreRule,
+    choose_rule,
+    compare_rules,
+)
 
 __all__ = [
     "Correction",
+    "DeferredRule",
     "FeedbackDecision",
     "LabelledFeedback",
     "LabelledReservoir",

@@ -41,10 +41,12 @@ from adaptable.core.feedback.correction import Correction, fit_correction
 from adaptable.core.feedback.prior import PriorPosterior, combine_prior
 from adaptable.core.feedback.reservoir import LabelledReservoir
 from adaptable.core.feedback.rules import (
+    DeferredRule,
     RuleComparison,
     ScoreRule,
     choose_rule,
     compare_rules,
+    resolved,
 )
 
 
@@ -55,13 +57,14 @@ class FeedbackDecision:
     Attributes:
         rule: the rule to use on the batch.
         index: its index among the rules considered (the given ones, then the correction).
-        rules: the rules considered.
+        rules: the rules considered (a :class:`~.rules.DeferredRule` that no comparison
+            needed stays unbuilt).
         comparison: the evidence (``None`` without labels).
     """
 
     rule: ScoreRule
     index: int
-    rules: tuple[ScoreRule, ...]
+    rules: tuple[ScoreRule | DeferredRule, ...]
     comparison: RuleComparison | None
 
 
@@ -261,14 +264,16 @@ class LabelledFeedback:
         """
         rules = tuple(rules)
         if self.reservoir.n_seen < self.min_labelled:
-            return FeedbackDecision(rules[anchor], anchor, rules, None)
+            return FeedbackDecision(resolved(rules[anchor]), anchor, rules, None)
         correction = self.correction(base_offset, decide_on)
         store = self.reservoir
         candidates = rules if correction is None else (*rules, correction.rule)
         names = tuple(rule.name for rule in candidates)
         if not self._comparison_due(names, stream_rows):
             index = names.index(self._last_rule)
-            return FeedbackDecision(candidates[index], index, candidates, None)
+            return FeedbackDecision(resolved(candidates[index]), index, candidates, None)
+        rules = tuple(resolved(rule) for rule in rules)
+        candidates = rules if correction is None else (*rules, correction.rule)
         labelled = [rule.predict(store.scores) for rule in rules]
         heldout = [rule.predict(self._heldout_scores) for rule in rules]
         if correction is not None:
@@ -407,9 +412,9 @@ class LabelledFeedback:
 def standard_rules(
     source_prior: np.ndarray,
     target_prior: np.ndarray | None = None,
-    target_weights: np.ndarray | None = None,
-    model_weights: np.ndarray | None = None,
-) -> list[ScoreRule]:
+    target_weights: np.ndarray | Callable[[], np.ndarray] | None = None,
+    model_weights: np.ndarray | Callable[[], np.ndarray] | None = None,
+) -> list[ScoreRule | DeferredRule]:
     """The unlabelled adapter's candidate rules as :class:`ScoreRule` objects.
 
     Args:
@@ -420,6 +425,9 @@ def standard_rules(
         model_weights: the plug-in weights under the model's own posteriors (the covariate
             reading); ``None`` leaves that rule out.
 
+    Either weights may be a function that gives them: its rule is then a
+    :class:`~.rules.DeferredRule`, built (the weights computed) only where it is used.
+
     Returns:
         [argmax, balanced, label_shift?, plugin?], argmax first.
 
@@ -428,16 +436,28 @@ def standard_rules(
         ['argmax', 'balanced', 'label_shift']
     """
     source_prior = np.asarray(source_prior, dtype=np.float64)
-    rules = [
+    rules: list[ScoreRule | DeferredRule] = [
         ScoreRule("argmax", np.zeros(len(source_prior))),
         ScoreRule("balanced", -np.log(source_prior)),
     ]
-    if target_prior is not None:
-        weights = np.ones(len(source_prior)) if target_weights is None else target_weights
+
+    def label_shift(weights: np.ndarray | None) -> ScoreRule:
+        weights = np.ones(len(source_prior)) if weights is None else weights
         offset = np.log(np.asarray(target_prior) / source_prior) + np.log(
             np.maximum(weights, 1e-12)
         )
-        rules.append(ScoreRule("label_shift", offset))
-    if model_weights is not None:
-        rules.append(ScoreRule("plugin", np.log(np.maximum(model_weights, 1e-12))))
+        return ScoreRule("label_shift", offset)
+
+    def plugin(weights: np.ndarray) -> ScoreRule:
+        return ScoreRule("plugin", np.log(np.maximum(weights, 1e-12)))
+
+    if target_prior is not None:
+        if callable(target_weights):
+            rules.append(DeferredRule("label_shift", lambda: label_shift(target_weights())))
+        else:
+            rules.append(label_shift(target_weights))
+    if callable(model_weights):
+        rules.append(DeferredRule("plugin", lambda: plugin(model_weights())))
+    elif model_weights is not None:
+        rules.append(plugin(model_weights))
     return rules

@@ -41,7 +41,7 @@ Example:
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,6 +81,26 @@ class ScoreRule:
         values -= values.max(axis=1, keepdims=True)
         np.exp(values, out=values)
         return values / values.sum(axis=1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class DeferredRule:
+    """A candidate :class:`ScoreRule` built only where it is used (a comparison, or the
+    labels' last choice): its name, and the function that builds it.
+
+    Example:
+        >>> rule = DeferredRule("plugin", lambda: ScoreRule("plugin", np.zeros(2)))
+        >>> resolved(rule).name, resolved(ScoreRule("argmax", np.zeros(2))).name
+        ('plugin', 'argmax')
+    """
+
+    name: str
+    build: Callable[[], ScoreRule]
+
+
+def resolved(rule: ScoreRule | DeferredRule) -> ScoreRule:
+    """``rule`` itself, or the rule a :class:`DeferredRule` builds."""
+    return rule.build() if isinstance(rule, DeferredRule) else rule
 
 
 @dataclass(frozen=True)
