@@ -675,6 +675,8 @@ def test_unknown_names_suggest_the_closest_and_case_is_folded(
     assert "unknown role 'holdut'; did you mean holdout?" in err
     err = _usage_error(["plot", "relability", "--datasets", "toy"], capsys, TOY)
     assert "unknown figure 'relability'; did you mean reliability?" in err
+    err = _usage_error(["plot", "--datasets", "toy", "relabilty"], capsys, TOY)
+    assert "unknown dataset 'relabilty'" in err and "did you mean the figure reliability?" in err
 
 
 def test_a_run_found_whole_in_the_store_needs_no_raw_files(

@@ -10,6 +10,7 @@ the subcommand's usage and one line per problem (exit status 2), never a traceba
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib.util
 import json
 import math
@@ -549,7 +550,13 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
                 f"{len(args.method)} ({' '.join(args.method)}): run it once per method"
             )
         args.method = _folded(components, "method", args.method[0])
-        problems += _unknown(components, args.datasets, args.models, [], [(args.method, {})])
+        for problem in _unknown(components, args.datasets, args.models, [], [(args.method, {})]):
+            # `plot --datasets heloc tsnee`: a misspelt figure after --datasets reads as one
+            name = problem.split("'")[1] if problem.startswith("unknown dataset '") else ""
+            close = difflib.get_close_matches(name.lower(), FIGURES, n=1, cutoff=0.75)
+            if name and close:
+                problem += f" (or did you mean the figure {close[0]}?)"
+            problems.append(problem)
         built, unbuildable = _build_methods(components, [(args.method, {})])
         problems += unbuildable
         problems += _incompatible(components, args.models, built)
