@@ -369,3 +369,32 @@ def test_the_cell_gradient_matches_central_differences(objective: str, n_classes
             rows = slice(1, None) if i == n_classes - 1 else slice(None)
             np.testing.assert_allclose(got[rows, i, j], expected[rows], rtol=1e-5, atol=1e-9)
     assert np.isnan(cell_gradient(np.full((1, 2, 2), np.nan), objective)).all()
+
+
+def test_unique_rows_are_numpys_row_wise_unique_and_the_rates_do_not_change(monkeypatch) -> None:
+    from adaptable.core import heldout_estimate
+
+    rng = np.random.default_rng(0)
+    for n_classes in (2, 3):
+        offsets = np.round(rng.normal(size=(400, n_classes)), 1)
+        offsets[::7] = offsets[3]  # repeats
+        offsets[5, 0] = -0.0  # a signed zero among zeros
+        offsets[6, 0] = 0.0
+        unique, inverse = heldout_estimate.unique_rows(offsets)
+        want, want_inverse = np.unique(offsets, axis=0, return_inverse=True)
+        np.testing.assert_array_equal(unique, want)
+        np.testing.assert_array_equal(inverse, want_inverse.reshape(-1))
+        offsets[::11] = np.nan  # rows without an offset rule
+        logits = rng.normal(size=(300, n_classes))
+        log_posteriors = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
+        labels = rng.integers(0, n_classes, 300)
+        rates = heldout_estimate.offset_rates(log_posteriors, labels, offsets)
+        monkeypatch.setattr(
+            heldout_estimate,
+            "unique_rows",
+            lambda v: tuple(np.unique(v, axis=0, return_inverse=True)),
+        )
+        np.testing.assert_array_equal(
+            heldout_estimate.offset_rates(log_posteriors, labels, offsets), rates
+        )
+        monkeypatch.undo()

@@ -79,6 +79,29 @@ def class_offsets(
     return np.where(valid[:, None], offsets, np.nan)
 
 
+def unique_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, axis=0, return_inverse=True)`` for a 2-D float array, by one
+    lexicographic sort of the columns (numpy's row-wise unique sorts a structured view, about
+    2.5 times slower on a long stream's offsets): the distinct rows in lexicographic order
+    (rows that compare equal, 0.0 and -0.0 included, are one) and each row's index among them.
+
+    Example:
+        >>> unique_rows(np.array([[1.0, 2.0], [0.0, 5.0], [1.0, 2.0]]))
+        (array([[0., 5.],
+               [1., 2.]]), array([1, 0, 1]))
+    """
+    values = np.asarray(values)
+    if not len(values):
+        return values.copy(), np.zeros(0, dtype=np.intp)
+    order = np.lexsort(values.T[::-1])
+    ordered = values[order]
+    first = np.ones(len(values), dtype=bool)
+    first[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    inverse = np.empty(len(values), dtype=np.intp)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
+
+
 def offset_rates(log_posteriors: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """The rates R[y, k] = P(argmax(log p + b) = k | y) on the held-out rows of each offset b
     (B, C), (B, C, C); NaN rows of ``offsets`` give NaN. A class absent from the held-out rows
@@ -88,7 +111,7 @@ def offset_rates(log_posteriors: np.ndarray, labels: np.ndarray, offsets: np.nda
     known = np.isfinite(offsets).all(axis=1)
     if not known.any():
         return out
-    unique, inverse = np.unique(offsets[known], axis=0, return_inverse=True)
+    unique, inverse = unique_rows(offsets[known])
     counts = np.bincount(labels, minlength=n_classes).astype(np.float64)
     per_class = np.where(counts > 0, 1.0 / np.maximum(counts, 1.0), 0.0)
     if n_classes == 2:
@@ -241,7 +264,7 @@ def _on_grid(offsets: np.ndarray) -> np.ndarray:
     finite = offsets[np.isfinite(offsets).all(axis=1)]
     for decimals in (3, 2, 1, 0):
         rounded = np.round(offsets, decimals)
-        if len(np.unique(np.round(finite, decimals), axis=0)) <= RESAMPLED_RULES:
+        if len(unique_rows(np.round(finite, decimals))[0]) <= RESAMPLED_RULES:
             break
     return rounded
 
