@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from adaptable.core.decision import OBJECTIVES, score
+from adaptable.core.distinct_rows import unique_rows
 
 #: the cap of the report's deviations: two of them already cover any miss between two values
 #: in [0, 1], and the delta method, which a nearly absent class blows up (its gradient grows
@@ -77,29 +78,6 @@ def class_offsets(
         decided = (model_proba * np.repeat(ratio, sizes, axis=0)).argmax(axis=1) == predictions
     valid = np.logical_and.reduceat(decided, starts) & np.isfinite(offsets).all(axis=1)
     return np.where(valid[:, None], offsets, np.nan)
-
-
-def unique_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(values, axis=0, return_inverse=True)`` for a 2-D float array, by one
-    lexicographic sort of the columns (numpy's row-wise unique sorts a structured view, about
-    2.5 times slower on a long stream's offsets): the distinct rows in lexicographic order
-    (rows that compare equal, 0.0 and -0.0 included, are one) and each row's index among them.
-
-    Example:
-        >>> unique_rows(np.array([[1.0, 2.0], [0.0, 5.0], [1.0, 2.0]]))
-        (array([[0., 5.],
-               [1., 2.]]), array([1, 0, 1]))
-    """
-    values = np.asarray(values)
-    if not len(values):
-        return values.copy(), np.zeros(0, dtype=np.intp)
-    order = np.lexsort(values.T[::-1])
-    ordered = values[order]
-    first = np.ones(len(values), dtype=bool)
-    first[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
-    inverse = np.empty(len(values), dtype=np.intp)
-    inverse[order] = np.cumsum(first) - 1
-    return ordered[first], inverse
 
 
 def offset_rates(log_posteriors: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> np.ndarray:
