@@ -113,3 +113,12 @@ def test_names_a_file_cannot_hold_are_announced_at_save(tmp_path) -> None:
     adapter.fit(positional_logits, X[:300], y[:300], X[300:], y[300:])
     with pytest.warns(UserWarning, match="cannot be written to the file"):
         adapter.save(tmp_path / "m.safetensors")
+
+
+def test_a_pickled_columns_object_keeps_the_names_not_the_last_batch_it_saw() -> None:
+    columns = FittedColumns.of(pd.DataFrame({"a": [1], "b": [2]}))
+    batch = pd.DataFrame({"a": [3, 4], "b": [5, 6]})
+    columns.conform(batch, "X_batch")
+    copied = pickle.loads(pickle.dumps(columns))
+    assert copied.names.equals(columns.names) and copied._seen is None
+    assert copied.conform(batch.iloc[:, ::-1], "X_batch").columns.tolist() == ["a", "b"]

@@ -71,6 +71,9 @@ class FittedColumns:
             )
         return X.loc[:, self.names]
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {"names": self.names, "_seen": None}  # the cache is not worth pickling
+
     def to_list(self) -> list[Any] | None:
         """The names for a file's JSON metadata (numpy scalars as Python values); ``None``
         where a name is no string, integer or finite float (a tuple of a MultiIndex, a date):
@@ -85,6 +88,3 @@ def is_saved_name(name: Any) -> bool:
     if isinstance(name, bool):
         return False
     return isinstance(name, str | int) or isinstance(name, float) and math.isfinite(name)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"names": self.names, "_seen": None}  # the cache is not worth pickling
