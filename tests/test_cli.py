@@ -902,7 +902,7 @@ def test_drift_figure_of_classes_named_low_and_high_draws_them_without_a_warning
     from sklearn.linear_model import LogisticRegression
 
     from adaptable import AdapTable
-    from adaptable.experiments.drift_figure import report_classes
+    from adaptable.core.drift_report import report_classes
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(1400, 2))
@@ -911,7 +911,7 @@ def test_drift_figure_of_classes_named_low_and_high_draws_them_without_a_warning
     adapter = AdapTable(random_state=0).fit(model, x[:800], y[:800], x[800:1200], y[800:1200])
     for t in range(3):
         adapter.predict(x[1200 + 64 * t : 1264 + 64 * t])
-    assert report_classes(adapter.report()) == ["high", "low", "mid"]
+    assert report_classes(adapter.report().columns) == ["high", "low", "mid"]
     path = tmp_path / "three.safetensors"
     adapter.save(path)
     with warnings.catch_warnings():

@@ -516,6 +516,26 @@ CLASS_COLUMNS = ("prior_{}", "prior_{}_low", "prior_{}_high", "labelled_share_{}
 OWN_COLUMNS = frozenset({"prior_statistic", "prior_critical", "prior_rejects", "prior_total"})
 
 
+def report_classes(columns: Any) -> list[str]:
+    """The class names a report's columns hold, in their order: each class has the columns
+    ``prior_<class>``, ``prior_<class>_low`` and ``prior_<class>_high``; the interval's columns
+    say which are classes, since a class may itself be called ``low`` or end in ``_high``.
+
+    >>> report_classes(["prior_statistic", "prior_high", "prior_high_low", "prior_high_high",
+    ...                 "prior_low", "prior_low_low", "prior_low_high"])
+    ['high', 'low']
+    """
+    columns = list(columns)
+    present = set(columns)
+    return [
+        column.removeprefix("prior_")
+        for column in columns
+        if column.startswith("prior_")
+        and {f"{column}_low", f"{column}_high"} <= present
+        and column not in OWN_COLUMNS
+    ]
+
+
 def _class_names(classes: Any, n_classes: int) -> list[str]:
     """The classes' names in the report's columns: ``classes`` as strings, or their positions
     (with a warning) where the columns would not name the classes back: two classes giving
@@ -528,14 +548,8 @@ def _class_names(classes: Any, n_classes: int) -> list[str]:
         return positions
     names = [str(k) for k in classes]
     columns = [pattern.format(name) for name in names for pattern in CLASS_COLUMNS]
-    found = set(columns) | OWN_COLUMNS
-    read_back = {
-        column
-        for column in found - OWN_COLUMNS
-        if column.startswith("prior_") and {f"{column}_low", f"{column}_high"} <= found
-    }
-    clash = len(found) < len(columns) + len(OWN_COLUMNS)
-    if clash or read_back != {f"prior_{name}" for name in names}:
+    clash = len(set(columns) | OWN_COLUMNS) < len(columns) + len(OWN_COLUMNS)
+    if clash or sorted(report_classes([*OWN_COLUMNS, *columns])) != sorted(names):
         warnings.warn(
             f"adaptable: the report's columns cannot name the classes {names} unambiguously "
             f"(prior_<class>, prior_<class>_low, ...); it names them by position "

@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from adaptable.core.drift_report import report_classes
 from adaptable.experiments.plots import save_figure
 
 
@@ -52,25 +53,6 @@ def _pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def report_classes(report: pd.DataFrame) -> list[str]:
-    """The class names of a report, in its column order: each class has the columns
-    ``prior_<class>``, ``prior_<class>_low`` and ``prior_<class>_high``; the interval's columns
-    say which are classes, since a class may itself be called ``low`` or end in ``_high``.
-
-    >>> report_classes(pd.DataFrame(columns=["prior_statistic", "prior_high", "prior_high_low",
-    ...     "prior_high_high", "prior_low", "prior_low_low", "prior_low_high"]))
-    ['high', 'low']
-    """
-    columns = set(report.columns)
-    return [
-        column.removeprefix("prior_")
-        for column in report.columns
-        if column.startswith("prior_")
-        and {f"{column}_low", f"{column}_high"} <= columns
-        and column not in ("prior_statistic", "prior_critical", "prior_rejects", "prior_total")
-    ]
 
 
 def _legend(ax: Any) -> None:
@@ -129,7 +111,7 @@ def plot_drift_report(
         )  # fmt: skip
     performance.set_ylabel(f"{objective} so far (%)")
     _legend(performance)
-    classes = report_classes(report)
+    classes = report_classes(report.columns)
     shown = classes if len(classes) > 2 else classes[1:]  # two classes: one says it all
     for k, name in enumerate(shown):
         colour = f"C{k}"
