@@ -305,7 +305,8 @@ class DriftLog(DriftLogState, DriftLogRows):
             self._oldest += 1
 
     def _append_start(self, start: int) -> None:
-        index = self.dropped + len(self._batches) - 1 - self._start_base  # the batch just appended
+        # the batch just appended, counted from the buffer's first batch
+        index = self.dropped + len(self._batches) - 1 - self._start_base
         if index == len(self._start_buffer):
             self._start_buffer = np.concatenate([self._start_buffer, self._start_buffer])
         self._start_buffer[index] = start
@@ -359,10 +360,9 @@ class DriftLog(DriftLogState, DriftLogRows):
     # ------------------------------------------------------------------ reading
     def frame(self, classes: Any = None) -> pd.DataFrame:
         """The report, one row per kept batch: the last ``max_batches`` (up to a quarter more,
-        at least one;
-        on a long stream the oldest records are forgotten). The ``..._so_far`` columns run
-        over the kept batches, as if the stream began at the first of them; ``batch`` counts
-        from the stream's start.
+        at least one; on a long stream the oldest records are forgotten). The ``..._so_far``
+        columns run over the kept batches, as if the stream began at the first of them;
+        ``batch`` counts from the stream's start.
 
         Columns: ``batch``, ``first_row``, ``rows``; ``rule``; ``shift_statistic`` (the moment
         test's z-score), ``shift_threshold``, ``shift_rejects``; ``prior_statistic`` (the
@@ -449,9 +449,9 @@ class DriftLog(DriftLogState, DriftLogRows):
 
     def window(self, first: int = 0) -> Window:
         """The estimates over the rows of the kept batches from ``first`` on (0-based among the
-        kept ones; at least one and ``first`` below their number), each as the frame's ``..._so_far``
-        columns would read for a stream that began at batch ``first``; the calibration-free
-        one, the costly one (a bootstrap of the held-out rows), is
+        kept ones; at least one and ``first`` below their number), each as the frame's
+        ``..._so_far`` columns would read for a stream that began at batch ``first``; the
+        calibration-free one, the costly one (a bootstrap of the held-out rows), is
         :meth:`calibration_free_window`'s."""
         b = self._from(first)
         expected = np.stack([x.expected for x in b])

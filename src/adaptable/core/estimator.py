@@ -106,8 +106,8 @@ class AdapTable(LateLabels, TestTimeMethod):
     Every other argument belongs to one part, which documents it:
     ``objective``, ``shift_test_threshold``, ``prior_strength``, ``label_shift_level``,
     ``rule_evidence``, ``covariate_rule_evidence``, ``fallback``, ``stream_check``,
-    ``report_batches``: :class:`~adaptable.core.recommended_decider.RecommendedDecider`; ``alpha``, ``q_low``,
-    ``q_high``, ``temperature``, ``max_temperature``:
+    ``report_batches``: :class:`~adaptable.core.recommended_decider.RecommendedDecider`;
+    ``alpha``, ``q_low``, ``q_high``, ``temperature``, ``max_temperature``:
     :class:`~adaptable.core.paper_decider.PaperDecider`; ``adjacency``, ``batch_size``,
     ``hidden``, ``epochs``, ``patience``, ``lr``, ``weight_decay``, ``gamma``, ``cal_weight``,
     ``graphs_per_step``: :class:`~adaptable.core.graph_calibrator.GraphCalibrator`

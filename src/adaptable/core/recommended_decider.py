@@ -90,10 +90,10 @@ class RecommendedDecider(LabelledRows, Decider):
         report_batches: the drift report keeps the last this many batches (up to a quarter
             more, at least one, between two trims; about 1.2 kB each): the older records are
             forgotten (labels by row id still reach the adapter while the last 65,536 rows'
-            scores are kept) and
-            the report reads as a stream that began at the first kept batch; ``None`` keeps
-            every batch (memory grows with the stream). The decisions do not depend on it.
-            Set at fit (a saved adapter keeps the window it was fitted with).
+            scores are kept) and the report reads as a stream that began at the first kept
+            batch; ``None`` keeps every batch (memory grows with the stream). The decisions
+            do not depend on it. Set at fit (a saved adapter keeps the window it was fitted
+            with).
 
     Attributes (after fit):
         rule: the held-out :class:`~adaptable.core.decision.RuleChoice` (may be replaced, e.g.

@@ -52,8 +52,8 @@ class LabelledRows:
     #: what the held-out rows and the stream's posteriors are worth in labelled rows, the
     #: share of bootstrap draws a rule must win to replace the incumbent, labelled rows before
     #: labels change a decision (with and without the stream's posteriors behind them) and
-    #: before a score correction is fitted, and labelled rows kept. Set on the development benchmark (docs/results/feedback.md): labels alone are
-    #: too few to tell the rules apart for many batches (a few dozen let noise switch among
+    #: before a score correction is fitted, and labelled rows kept. Set on the development
+    #: benchmark (docs/results/feedback.md): labels alone are too few to tell the rules apart for many batches (a few dozen let noise switch among
     #: the candidates), while the stream's posteriors, which the first labels can already
     #: refute, tell them apart at once; so the labels act from the first few, through them,
     #: and by themselves (the stream's posteriors refuted) only from a few dozen.
