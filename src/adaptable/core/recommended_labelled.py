@@ -53,10 +53,11 @@ class LabelledRows:
     #: share of bootstrap draws a rule must win to replace the incumbent, labelled rows before
     #: labels change a decision (with and without the stream's posteriors behind them) and
     #: before a score correction is fitted, and labelled rows kept. Set on the development
-    #: benchmark (docs/results/feedback.md): labels alone are too few to tell the rules apart for many batches (a few dozen let noise switch among
-    #: the candidates), while the stream's posteriors, which the first labels can already
-    #: refute, tell them apart at once; so the labels act from the first few, through them,
-    #: and by themselves (the stream's posteriors refuted) only from a few dozen.
+    #: benchmark (docs/results/feedback.md): labels alone are too few to tell the rules apart
+    #: for many batches (a few dozen let noise switch among the candidates), while the
+    #: stream's posteriors, which the first labels can already refute, tell them apart at
+    #: once; so the labels act from the first few, through them, and by themselves (the
+    #: stream's posteriors refuted) only from a few dozen.
     FEEDBACK_SETTINGS: ClassVar[dict[str, float]] = {
         "heldout_worth": 100.0,
         "stream_worth": 1000.0,
