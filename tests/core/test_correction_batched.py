@@ -146,3 +146,29 @@ def test_macro_f1_thresholds_are_each_rows_threshold_ties_included() -> None:
     assert found.shape == (5,)
     for q1, threshold in zip(rows, found, strict=True):
         assert threshold == macro_f1_threshold(q1)
+
+
+def test_each_fit_is_the_minimum_of_its_penalised_log_loss() -> None:
+    """Against scipy's optimiser on the module doc's objective, fit by fit (its own rows and
+    strength): the Newton runs find the same minimum."""
+    from scipy.optimize import minimize
+
+    log_p, labels = _shifted_rows(80, 3, seed=11)
+    rng = np.random.default_rng(12)
+    training = rng.random((3, 80)) < np.array([[0.5], [0.8], [1.0]])
+    strengths = np.array([0.3, 3.0, 30.0])
+    base = np.array([0.1, -0.2, 0.1])
+    scales, offsets = fit_affine_many(log_p, labels, base, strengths, training)
+    for k in range(3):
+        z, y = log_p[training[k]], labels[training[k]]
+        spread = np.mean((z - z.mean(axis=1, keepdims=True)) ** 2)
+
+        def objective(theta, z=z, y=y, spread=spread, strength=strengths[k]):
+            u = theta[0] * z + theta[1:]
+            nll = np.sum(np.logaddexp.reduce(u, axis=1) - u[np.arange(len(y)), y])
+            penalty = spread * (theta[0] - 1) ** 2 + np.sum((theta[1:] - base) ** 2)
+            return nll + 0.5 * strength * penalty
+
+        found = minimize(objective, np.concatenate([[1.0], base]), method="BFGS", tol=1e-12)
+        assert scales[k] == pytest.approx(found.x[0], abs=1e-5)
+        np.testing.assert_allclose(offsets[k], found.x[1:], atol=1e-5)

@@ -86,55 +86,15 @@ def fit_affine(
     Returns:
         (a, b).
     """
-    z = np.asarray(log_p, dtype=np.float64)
-    n, n_classes = z.shape
-    onehot = np.eye(n_classes)[np.asarray(labels, dtype=np.int64)]
-    b0 = np.asarray(base_offset, dtype=np.float64)
-    spread = float(np.mean((z - z.mean(axis=1, keepdims=True)) ** 2)) if n else 1.0
-    spread = max(spread, 1e-6)
-    theta = np.concatenate([[1.0], b0])
-
-    def loss(parameters: np.ndarray) -> float:
-        u = parameters[0] * z + parameters[1:]
-        top = u.max(axis=1, keepdims=True)
-        lse = top[:, 0] + np.log(np.exp(u - top).sum(axis=1))
-        penalty = spread * (parameters[0] - 1.0) ** 2 + np.sum((parameters[1:] - b0) ** 2)
-        return float(np.sum(lse - (u * onehot).sum(axis=1)) + 0.5 * strength * penalty)
-
-    value = loss(theta)
-    for _ in range(max_iterations):
-        u = theta[0] * z + theta[1:]
-        p = np.exp(u - u.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        residual = p - onehot
-        pz = (p * z).sum(axis=1)
-        gradient = np.concatenate(
-            [
-                [np.sum(residual * z) + strength * spread * (theta[0] - 1.0)],
-                residual.sum(axis=0) + strength * (theta[1:] - b0),
-            ]
-        )
-        hessian = np.empty((n_classes + 1, n_classes + 1))
-        hessian[0, 0] = np.sum(p * z * z) - np.sum(pz**2) + strength * spread
-        cross = (p * z - p * pz[:, None]).sum(axis=0)
-        hessian[0, 1:] = hessian[1:, 0] = cross
-        hessian[1:, 1:] = np.diag(p.sum(axis=0)) - p.T @ p + strength * np.eye(n_classes)
-        step = np.linalg.solve(hessian, -gradient)
-        length = 1.0
-        while True:  # backtrack: the loss is convex, so a short enough step lowers it
-            candidate = theta + length * step
-            if candidate[0] > 1e-3:
-                candidate_value = loss(candidate)
-                if candidate_value <= value + 1e-12:
-                    break
-            length /= 2.0
-            if length < 1e-8:
-                return float(theta[0]), theta[1:].copy()
-        moved = float(np.max(np.abs(candidate - theta)))
-        theta, value = candidate, candidate_value
-        if moved < 1e-8:
-            break
-    return float(theta[0]), theta[1:].copy()
+    scales, offsets = fit_affine_many(
+        log_p,
+        labels,
+        base_offset,
+        np.array([strength], dtype=np.float64),
+        np.ones((1, len(labels)), dtype=bool),
+        max_iterations=max_iterations,
+    )
+    return float(scales[0]), offsets[0]
 
 
 def log_loss(log_p: np.ndarray, labels: np.ndarray, scale: float, offset: np.ndarray) -> float:
