@@ -32,7 +32,7 @@ from adaptable.experiments.report import (
     report_sweep,
 )
 from adaptable.experiments.runner import Components
-from adaptable.experiments.suggest import unknown_name
+from adaptable.experiments.suggest import folded_name, unknown_name
 
 DESCRIPTION = """\
 AdapTable: test-time adaptation for tabular classifiers. Runs the experiments of the paper,
@@ -534,13 +534,13 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
 
         problems += _unknown(components, args.datasets or [], args.models or [], [], [])
         if args.roles:  # HOLDOUT: holdout, as table and dataset names are folded
-            args.roles = _unique([_case_folded(r, ROLES) for r in args.roles])
+            args.roles = _unique([folded_name(r, ROLES) for r in args.roles])
         if not problems:
             problems += request_problems(args.table, _request(args), args.roles)
     elif args.command == "plot":
         from adaptable.experiments.figures import FIGURES
 
-        args.figures = _unique([_case_folded(f, FIGURES) for f in args.figures])
+        args.figures = _unique([folded_name(f, FIGURES) for f in args.figures])
         unknown = [f for f in args.figures if f not in FIGURES]
         problems += [unknown_name("figure", f, FIGURES) for f in unknown]
         args.method = _unique([_folded(components, "method", m) for m in args.method])
@@ -783,20 +783,13 @@ def _fold_case(args: argparse.Namespace, components: Components) -> None:
             setattr(args, option, [_folded(components, kind, v) for v in values])
 
 
-def _case_folded(name: str, names: Sequence[str]) -> str:
-    """``name`` as one of ``names`` where only its case differs (``RELIABILITY``), else as
-    given."""
-    return name.lower() if name not in names and name.lower() in names else name
-
-
 def _one_of(kind: str, names: Sequence[str]) -> Callable[[str], str]:
     """An argparse ``type`` that takes one of ``names`` and refuses others with the closest."""
 
     def check(value: str) -> str:
-        if value in names:
-            return value
-        if value.lower() in names:  # MAIN: main, as dataset names are folded
-            return value.lower()
+        folded = folded_name(value, names)  # MAIN: main, as dataset names are folded
+        if folded in names:
+            return folded
         raise argparse.ArgumentTypeError(unknown_name(kind, value, names))
 
     return check

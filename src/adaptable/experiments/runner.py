@@ -39,7 +39,7 @@ from adaptable.experiments.process import (
 from adaptable.experiments.report import progress_bar, say
 from adaptable.experiments.spec import DEFAULT_RECIPE, ExperimentSpec
 from adaptable.experiments.store import ResultStore, check_results_path
-from adaptable.experiments.suggest import unknown_name
+from adaptable.experiments.suggest import folded_name, unknown_name
 
 #: bump when the record layout or the way a metric is computed changes
 RECORD_VERSION = 1
@@ -225,11 +225,7 @@ def unknown_names(components: Components, **names: Iterable[str]) -> list[str]:
 def fold_case(components: Components, kind: str, name: str) -> str:
     """The valid ``kind`` name that ``name`` spells in another case (``HELOC`` -> ``heloc``),
     else ``name`` unchanged (a name valid as given, or unknown in every case)."""
-    known = components.known_names(kind)
-    if name in known:
-        return name
-    folded = [k for k in known if k.casefold() == name.casefold()]
-    return folded[0] if len(folded) == 1 else name
+    return folded_name(name, components.known_names(kind))
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,19 @@ from collections.abc import Sequence
 LISTED_NAMES = 12
 
 
+def folded_name(name: str, known: Sequence[str]) -> str:
+    """The one name of ``known`` that ``name`` spells in another case (``HELOC`` -> ``heloc``),
+    else ``name`` unchanged (a name valid as given, or unknown in every case).
+
+    >>> folded_name("MAIN", ["main", "oracle"]), folded_name("mian", ["main"])
+    ('main', 'mian')
+    """
+    if name in known:
+        return name
+    folded = [k for k in known if k.casefold() == name.casefold()]
+    return folded[0] if len(folded) == 1 else name
+
+
 def unknown_name(kind: str, name: str, known: Sequence[str]) -> str:
     """``unknown <kind> '<name>'; `` and a hint: up to three close valid names (compared in
     lower case), else all of them where at most :data:`LISTED_NAMES`, else where to find them.
