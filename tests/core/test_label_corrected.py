@@ -334,3 +334,20 @@ def test_the_deviation_stops_at_the_largest_a_value_in_zero_one_can_have() -> No
     expected = np.array([[[[1.0, 4.0, 1.0], [5.0, 3.0, 0.0], [5.0, 5.0, 4.0]]] * 2])
     _, sd = sums.estimates(expected, np.array([28.0]), "balanced_accuracy")
     np.testing.assert_array_equal(sd, np.full((1, 2), 0.5))
+
+
+def test_the_drift_figure_keeps_its_bands_between_0_and_100_and_skips_a_test_never_run() -> None:
+    from adaptable.experiments.drift_figure import plot_drift_report
+
+    log, _ = _stream(np.random.default_rng(5), n_batches=10, share=0.2)
+    frame = log.frame()
+    frame["label_corrected_adapter_sd"] = 0.5  # a band far wider than [0, 1]
+    frame["prior_statistic"] = np.nan
+    figure = plot_drift_report(frame)
+    performance, tests = figure.axes[0], figure.axes[2]
+    bands = [c for c in performance.collections if len(c.get_paths())]
+    assert bands
+    for band in bands:
+        heights = np.concatenate([path.vertices[:, 1] for path in band.get_paths()])
+        assert heights.min() >= 0.0 and heights.max() <= 100.0
+    assert [line.get_label() for line in tests.lines if "prior" in line.get_label()] == []

@@ -57,8 +57,10 @@ def _pyplot() -> Any:
 
 def _legend(ax: Any) -> None:
     """A legend where the panel has labelled lines (matplotlib warns on an empty one)."""
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small", loc="best")
+    labels = ax.get_legend_handles_labels()[1]
+    if labels:
+        # two columns for a long legend: one column would cover half the panel
+        ax.legend(fontsize="small", loc="best", ncol=2 if len(labels) > 4 else 1)
 
 
 def plot_drift_report(
@@ -97,8 +99,10 @@ def plot_drift_report(
             performance.plot(batch, 100 * value, style, color=colour, label=f"{name}, {kind}")
             sd = report.get(f"{column}_{who}_sd")
             if sd is not None:
+                # a score lies in [0, 100]: two deviations past either end say nothing more
                 low, high = (
-                    100 * (value + sign * 2 * sd).to_numpy(dtype=float) for sign in (-1, 1)
+                    np.clip(100 * (value + sign * 2 * sd).to_numpy(dtype=float), 0.0, 100.0)
+                    for sign in (-1, 1)
                 )
                 performance.fill_between(batch, low, high, color=colour, alpha=0.12, linewidth=0)
         if np.isfinite(realised).any():
@@ -139,7 +143,8 @@ def plot_drift_report(
     shift = np.maximum(report["shift_statistic"] / report["shift_threshold"], 1e-2)
     tests.plot(batch, shift, label="moment test z / threshold")
     prior_test = np.maximum(report["prior_statistic"] / report["prior_critical"], 1e-2)
-    tests.plot(batch, prior_test, label="prior LR statistic / critical value (NaN: not run)")
+    if np.isfinite(prior_test.to_numpy(dtype=float)).any():  # the test may never have run
+        tests.plot(batch, prior_test, label="prior LR statistic / critical value (gaps: not run)")
     tests.axhline(1.0, color="k", linewidth=0.8)
     tests.set_yscale("log")
     tests.set_ylabel("statistic / threshold")
