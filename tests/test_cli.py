@@ -244,6 +244,8 @@ def test_reproduce_lists_skipped_datasets_and_keeps_a_table_when_nothing_ran(
     assert "skipped dataset heloc: toy data set 'heloc' is absent" in captured.err
     assert "[oracle] nothing to write" in captured.err
     assert "skipped dataset" not in captured.out
+    # the counts say the datasets were skipped, not that nothing was asked for
+    assert "0 failed, 2 datasets skipped (files absent), in" in captured.out
     assert (tmp_path / "oracle.md").read_text() == "an earlier run's table\n"
     assert not (tmp_path / "oracle.csv").exists()
 
@@ -951,6 +953,7 @@ def test_feedback_without_methods_runs_the_adapter_alone_as_the_readme_says(
     assert cli.main(argv, components=WITH_ADAPTABLE) == 0
     out = capsys.readouterr().out
     assert "1 experiment (0 already in the results store, 1 to run)" in out
+    assert "with late labels: 50 % of each batch's rows, 1 batch late" in out
     assert list(ResultStore(store).completed()) == [
         "toy|natural|softmax|adaptable|seed=0|feedback=0.5@1"
     ]

@@ -404,10 +404,10 @@ def build_parser(components: Components | None = None) -> argparse.ArgumentParse
         rep,
         {
             "datasets": None,
-            "datasets_help": "a subset of the table's datasets (default: the paper's)",
+            "datasets_help": "a subset of the table's datasets (default: all of them)",
             "models": None,
-            "models_help": "run only the rows of these source models (the table still shows "
-            "every stored row)",
+            "models_help": "only the rows of these source models (the table's other rows "
+            "read 'not run')",
             "seeds": [0, 1, 2],
         },
     )
@@ -933,6 +933,11 @@ def cmd_run(args: argparse.Namespace, components: Components) -> int:
     context, executor = _context_and_executor(args, components)
     plan = plan_line(specs, store, device=lookup_device(context))
     print(f"{plan}; results store: {store.path}", flush=True)
+    if args.feedback is not None and args.feedback[0] > 0:  # the table's rows do not show it
+        share, delay = args.feedback
+        batches = "1 batch" if delay == 1 else f"{int(delay)} batches"
+        print(f"with late labels: {100 * share:g} % of each batch's rows, {batches} late "
+              "(partial_fit)")  # fmt: skip
     try:
         result = run_sweep(
             specs, store, context=context, executor=executor, progress=not args.no_progress

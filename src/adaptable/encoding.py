@@ -52,7 +52,8 @@ import pandas as pd
 
 from adaptable.values import python_value
 
-#: a batch warns when more than this share of its categorical values were never seen at fit time
+#: a batch warns when more than this share of a categorical column's values were never seen at
+#: fit time
 UNSEEN_WARNING_SHARE = 0.5
 #: batches with fewer rows are described by counts ("1 of the 1 categorical value in this batch
 #: of 1 row"), not as "more than 50% of this batch": a share of one or two rows says little.
@@ -123,7 +124,9 @@ class Encoder:
     Args:
         numerical: numerical column names; ``None`` infers kinds from dtypes (object, bool,
             category and string columns are categorical, everything else numerical).
-        categorical: categorical column names; ``None`` infers as above.
+        categorical: categorical column names; ``None`` infers as above. Where only one of
+            the two is given, its columns take that kind and every other column the kind
+            its dtype says.
 
     Layout of the output: all numerical columns (table order) first, then one one-hot block per
     categorical column (table order). Arrays without column names are treated as all-numerical.
@@ -157,10 +160,14 @@ class Encoder:
             inferred_num, inferred_cat = kinds_by_dtype(frame)
             numerical = self.numerical if self.numerical is not None else inferred_num
             categorical = self.categorical if self.categorical is not None else inferred_cat
-            if self.numerical is None and self.categorical is not None:
-                numerical = [c for c in frame.columns if c not in categorical]
-            if self.categorical is None and self.numerical is not None:
-                categorical = [c for c in frame.columns if c not in numerical]
+            # one kind declared: its columns take it, every other column the kind its dtype
+            # says (declaring some columns says nothing of the others)
+            if self.numerical is not None:
+                numerical = [*numerical, *(c for c in inferred_num if c not in numerical)]
+                categorical = [c for c in inferred_cat if c not in numerical]
+            if self.categorical is not None:
+                categorical = [*categorical, *(c for c in inferred_cat if c not in categorical)]
+                numerical = [c for c in inferred_num if c not in categorical]
         else:
             numerical, categorical = self.numerical, self.categorical
         overlap = set(numerical) & set(categorical)
@@ -464,14 +471,19 @@ class Encoder:
     def _warn_if_mostly_unseen(
         self, codes: np.ndarray, values: np.ndarray, stacklevel: int
     ) -> None:
-        """Warn when more than ``UNSEEN_WARNING_SHARE`` of the batch's categorical values are
-        unseen, naming the column with the most of them and the kind of its first one; once
-        per cause (that column and kind) under the filters that show a warning once
+        """Warn when more than ``UNSEEN_WARNING_SHARE`` of a categorical column's values in the
+        batch are unseen, naming the column with the largest such share and the kind of its
+        first one; once per cause (that column and kind) under the filters that show a warning once
         (module docstring)."""
         unseen = codes < 0
-        if unseen.mean() <= UNSEEN_WARNING_SHARE:
+        if not unseen.any():
             return
-        worst = int(unseen.sum(axis=0).argmax())
+        # per column: one column of many that the stream fills with new values is worth a
+        # warning though most of the batch's cells are known
+        by_column = unseen.mean(axis=0)
+        worst = int(by_column.argmax())
+        if by_column[worst] <= UNSEEN_WARNING_SHARE:
+            return
         example = values[int(np.flatnonzero(unseen[:, worst])[0]), worst]
         if _missing(example):
             kind = "missing"
@@ -502,8 +514,8 @@ class Encoder:
         n_rows = len(unseen)
         if n_rows >= UNSEEN_WARNING_MIN_ROWS:
             share = (
-                f"more than {UNSEEN_WARNING_SHARE:.0%} of this batch's categorical values were "
-                "not seen at fit time and are encoded"
+                f"more than {UNSEEN_WARNING_SHARE:.0%} of this batch's values in one categorical "
+                "column were not seen at fit time and are encoded"
             )
         else:
             count, cells = int(unseen.sum()), unseen.size

@@ -257,7 +257,7 @@ def test_files_from_before_the_likelihood_ratio_test_load_without_it(source, tmp
     del meta["params"]["label_shift_level"]  # what a file of the previous version holds
     save_file(load_file(str(path)), str(path), metadata={"adaptable": json.dumps(meta)})
     assert AdapTable.load(path, model).label_shift_level == 1.0
-    method.set_params(label_shift_level=0.01).save(path)
+    fitted(source, label_shift_level=0.01).save(path)
     assert AdapTable.load(path, model).label_shift_level == 0.01
 
 

@@ -37,6 +37,11 @@ def test_available_uses_environment_variable(tmp_path: Path, monkeypatch) -> Non
 def test_unknown_task() -> None:
     with pytest.raises(KeyError, match=r"Unknown task 'adult'.*childhood_lead.*voting"):
         datasets.load("adult")
+    with pytest.raises(KeyError, match=r"Unknown task 'helco'\. Did you mean 'heloc'\?"):
+        datasets.load("helco")
+    with pytest.raises(KeyError) as caught:
+        datasets.load("xyzzy")
+    assert "Did you mean" not in str(caught.value)
 
 
 def test_aliases_resolve() -> None:

@@ -119,10 +119,13 @@ class DriftLog(DriftLogState, DriftLogRows):
     def heldout_reference(self) -> tuple[float, float]:
         """The unadapted model's (argmax) objective on the held-out source rows and its
         standard deviation (the delta method over their confusion counts,
-        :func:`~adaptable.core.heldout_estimate.realised_variance`); NaN without them."""
+        :func:`~adaptable.core.heldout_estimate.realised_variance`); NaN without them, or
+        where a class has none of them (its score there would say nothing of that class)."""
         if self._heldout is None or not len(self._heldout[1]):
             return np.nan, np.nan
         log_posteriors, labels = self._heldout
+        if np.bincount(labels, minlength=self.n_classes).min() == 0:
+            return np.nan, np.nan
         counts = confusion(labels, log_posteriors.argmax(axis=1), self.n_classes)
         value = float(score(counts, self.objective))
         return value, float(np.sqrt(realised_variance(counts[None], self.objective)[0]))
@@ -396,7 +399,7 @@ class DriftLog(DriftLogState, DriftLogRows):
         names = _class_names(classes, self.n_classes)
         self._settle()
         if not self._batches:
-            return pd.DataFrame(columns=["batch", *SCALARS, "rule"])
+            return _empty_frame(names)
         b = self._batches
         data: dict[str, Any] = {"batch": self.dropped + np.arange(len(b))}
         for key in SCALARS:
@@ -573,3 +576,21 @@ def _scores(matrices: np.ndarray, objective: str) -> np.ndarray:
     values = np.asarray(score(flat[None], objective), dtype=np.float64)[0]
     values[flat.sum(axis=(1, 2)) <= 0] = np.nan
     return values.reshape(matrices.shape[:-2])
+
+
+def _empty_frame(names: list[Any]) -> pd.DataFrame:
+    """The report of no batch: every column of :meth:`DriftLog.frame`, in its order, typed."""
+    per_class = lambda *forms: [form.format(n) for n in names for form in forms]  # noqa: E731
+    columns = [
+        "batch", *SCALARS, "rule", "shift_rejects", "prior_rejects",
+        *per_class("prior_{}", "prior_{}_low", "prior_{}_high"),
+        *per_class("labelled_share_{}"),
+        *[c for kind in ("estimated", "realised") for w in ("source", "adapter")
+          for c in (f"{kind}_{w}", f"{kind}_{w}_so_far")],
+        "realised_rows", *per_class("calibration_free_prior_{}"),
+        *[c for kind in ("calibration_free", "label_corrected") for w in ("source", "adapter")
+          for c in (f"{kind}_{w}_so_far", f"{kind}_{w}_sd")],
+        "heldout_source", "heldout_source_sd",
+    ]  # fmt: skip
+    kinds = {"batch": "int64", "rule": str, "shift_rejects": bool, "prior_rejects": bool}
+    return pd.DataFrame({c: pd.Series(dtype=kinds.get(c, "float64")) for c in columns})

@@ -214,7 +214,10 @@ class DriftSummary:
 
     def _why_unverified(self) -> str:
         if not np.isfinite(self.reference):
-            return "no held-out reference to compare with: pass reference=."
+            return (
+                "no held-out reference to compare with (no held-out rows at fit, or none of "
+                "some class): pass reference=."
+            )
         few = (
             f"only {self.labelled_rows} labelled rows here (the label-corrected estimate needs "
             f"{MIN_LABELLED})"
@@ -269,11 +272,17 @@ def summarise(
         raise ValueError(
             f"adaptable: last_batches must be a whole number >= 1; got {last_batches!r}."
         )
-    for name, value in (("tolerance", tolerance), ("deviations", deviations)):
-        if not (math.isfinite(value) and value >= 0):
-            raise ValueError(f"adaptable: {name} must be finite and >= 0; got {value}.")
-    if reference is not None and not 0.0 <= reference <= 1.0:
-        raise ValueError(f"adaptable: reference must be a fraction in [0, 1]; got {reference}.")
+    for name, value, fraction in (
+        ("tolerance", tolerance, True), ("deviations", deviations, False),
+        ("reference", 0.0 if reference is None else reference, True),
+    ):  # fmt: skip
+        if not _is_number(value) or not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"adaptable: {name} must be a finite number >= 0; got {value!r}.")
+        if fraction and value > 1:
+            raise ValueError(
+                f"adaptable: {name} is a fraction of the objective, from 0 to 1 "
+                f"(0.05: 5 points); got {value!r}."
+            )
     first = 0 if last_batches is None else max(0, n_batches - int(last_batches))
     window = log.window(first)
     given = reference is not None
@@ -347,3 +356,8 @@ def _shares(prior: np.ndarray, classes: tuple | None = None) -> str:
     if classes is None:
         return "[" + ", ".join(f"{p:.2f}" for p in prior) + "]"
     return "[" + ", ".join(f"{k}: {p:.2f}" for k, p in zip(classes, prior, strict=True)) + "]"
+
+
+def _is_number(value: Any) -> bool:
+    """A real number, not a bool (which Python counts as one) nor a string."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 
 from adaptable.core.calibrators import CALIBRATORS, fit_calibrator
@@ -52,7 +53,11 @@ class AdapTableState:
             ``prior_shift_statistic`` are the saved last batch's, its per-row arrays
             ``None``).
         decision_rule: default preset: the rule used on the last batch, ``"source"``,
-            ``"balanced"``, ``"plugin"``, ``"between"`` or ``"label_shift"``.
+            ``"balanced"``, ``"plugin"``, ``"between"`` or ``"label_shift"``; once labels
+            have come back (:meth:`partial_fit`), ``"feedback:"`` and the rule they chose:
+            ``argmax``, ``balanced``, ``label_shift``, ``plugin``, ``corrected`` (a score
+            correction fitted on them) or the unlabelled rule of the moment, as
+            ``"feedback:<rule> (unlabelled)"``.
         shift_statistic: default preset: the label-shift test's z-score now (small: the
             stream is consistent with pure label shift).
         prior_shift_statistic: default preset: the likelihood-ratio statistic of the target-prior
@@ -134,6 +139,7 @@ class AdapTable(LateLabels, TestTimeMethod):
 
     name = "adaptable"
     updates_parameters = False
+    reads_heldout_rows = True
     _parameter_constraints = PARAMETER_CONSTRAINTS
     # (objects pickled before fit kept the columns read batches as given; before the report's
     # window, every batch's record)
@@ -209,6 +215,9 @@ class AdapTable(LateLabels, TestTimeMethod):
         then the calibrator and the decider on the same :class:`FitContext`."""
         params = self.get_params(deep=False)
         self._check_parameters(params)
+        # what save writes: a set_params after fit takes effect at the next fit, so a saved
+        # adapter must be rebuilt from these, not from the parameters of the moment
+        self._fitted_params = {k: list(v) if isinstance(v, list) else v for k, v in params.items()}
         if source.X is None or source.y is None:
             raise ValueError("adaptable: fit needs the source rows X_source and labels y_source.")
         if (source.X_valid is None) != (source.y_valid is None):
@@ -221,14 +230,23 @@ class AdapTable(LateLabels, TestTimeMethod):
                 )
         self.columns_ = FittedColumns.of(source.X)
         if self.columns_ is not None and source.X_valid is not None:
+            if not isinstance(source.X_valid, pd.DataFrame):
+                raise ValueError(
+                    "adaptable: X_source is a DataFrame but X_valid is not; pass the held-out "
+                    "rows as a DataFrame with the same columns."
+                )
             valid = self.columns_.conform(source.X_valid, "X_valid")
             source = dataclasses.replace(source, X_valid=valid)
         self._logit_function = as_logit_function(model, self.output)
         shared = shared_encoder(model, params)
-        logits = self._logit_function(source.X)
+        logits = _rows_checked(self._logit_function(source.X), len(source.y), "X_source")
         self.n_classes_ = logits.shape[1]
         self.source_prior_ = source_prior(source.y, source.y_valid, n_classes=self.n_classes_)
-        logits_valid = None if source.X_valid is None else self._logit_function(source.X_valid)
+        logits_valid = None
+        if source.X_valid is not None:
+            logits_valid = _rows_checked(
+                self._logit_function(source.X_valid), len(source.y_valid), "X_valid"
+            )
         decider = DECIDERS[self.preset].from_params(params)
         name = self.calibrator_name_
         self.encoder_ = None
@@ -279,16 +297,16 @@ class AdapTable(LateLabels, TestTimeMethod):
                 "This AdapTable was loaded without a model; pass model= to AdapTable.load, or "
                 "call adapt_logits(logits, X_batch)."
             )
-        self._check_batch(X_batch)
+        n_rows = self._check_batch(X_batch)
         # Encoded once, before the model sees the batch: a wrong table fails with the Encoder's
         # message rather than deep inside the model; a model sharing the Encoder reuses it.
         if self.columns_ is not None:
             X_batch = self.columns_.conform(X_batch, "X_batch")
         encoded = self.encoder_.encode(X_batch) if self._needs_features else None
         if encoded is not None and self._encoded_logits is not None:
-            logits = checked_logits(self._encoded_logits(encoded), self.n_classes_)
+            logits = checked_logits(self._encoded_logits(encoded), self.n_classes_, n_rows)
         else:
-            logits = checked_logits(self._logit_function(X_batch), self.n_classes_)
+            logits = checked_logits(self._logit_function(X_batch), self.n_classes_, n_rows)
         return self._adapt(logits, encoded, oracle_labels)
 
     def predict(self, X_batch: Any, *, oracle_labels: Any = None) -> np.ndarray:
@@ -374,6 +392,8 @@ class AdapTable(LateLabels, TestTimeMethod):
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the fitted state, mid-stream, to one ``.safetensors`` file (tensors + JSON
         metadata, no pickle). The source model is not saved; pass it again to :meth:`load`.
+        The file holds the parameters the adapter was fitted with: one changed by
+        ``set_params`` since takes effect at the next :meth:`fit`, in the file as here.
 
         Raises:
             FileNotFoundError: the folder of ``path`` does not exist.
@@ -405,6 +425,7 @@ class AdapTable(LateLabels, TestTimeMethod):
         if model is not None:  # the check of fit: column j must be class j of the file
             check_model_classes(model, saved.classes, "AdapTable.load")
         method = cls(**{**saved.params, **({} if output is None else {"output": output})})
+        method._fitted_params = method.get_params(deep=False)
         method._logit_function = None if model is None else as_logit_function(model, method.output)
         method.n_classes_, method.classes_ = len(saved.classes), saved.classes
         method.source_prior_, method.encoder_ = saved.source_prior, saved.encoder
@@ -465,3 +486,14 @@ def _seed(random_state: int | None) -> int:
     if random_state is None:
         return int(np.random.SeedSequence().entropy % (2**63))
     return int(random_state)
+
+
+def _rows_checked(logits: Any, n_rows: int, what: str) -> Any:
+    """``logits`` where the model returned one row per row of ``what``; else a ValueError."""
+    got = len(logits)
+    if got != n_rows:
+        raise ValueError(
+            f"adaptable: the model returned {got} rows of scores for the {n_rows} rows of "
+            f"{what}; it must return one row per input row."
+        )
+    return logits

@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +78,9 @@ class TestTimeMethod(ClassifierMixin, BaseEstimator, ABC):
     name: str = "method"
     #: True when the method updates model parameters (torch backbones only)
     updates_parameters: bool = False
+    #: True when the method estimates something per class on the held-out rows (fit warns
+    #: where ``y_valid`` lacks a class)
+    reads_heldout_rows: bool = False
 
     def fit(
         self,
@@ -116,6 +120,8 @@ class TestTimeMethod(ClassifierMixin, BaseEstimator, ABC):
         if classes is None and n_classes is not None:
             classes = np.arange(n_classes)
         self.classes_ = classes
+        if self.reads_heldout_rows and codes["y_valid"] is not None and classes is not None:
+            _warn_absent_classes(codes["y_valid"], classes, self.name)
         return self
 
     @abstractmethod
@@ -189,7 +195,13 @@ class TestTimeMethod(ClassifierMixin, BaseEstimator, ABC):
         _refuse_missing_labels(
             y, self.name, what, "leave out the rows whose labels are not known yet"
         )
-        codes = np.searchsorted(self.classes_, y)
+        try:
+            codes = np.searchsorted(self.classes_, y)
+        except TypeError:  # labels that do not even compare with the classes (str and int)
+            raise ValueError(
+                f"{self.name}: {what} holds labels unseen at fit {np.asarray(y)[:5].tolist()} "
+                f"(of another type); the classes are {self.classes_.tolist()[:10]}."
+            ) from None
         known = (codes < len(self.classes_)) & (
             self.classes_[np.minimum(codes, len(self.classes_) - 1)] == y
         )
@@ -200,6 +212,20 @@ class TestTimeMethod(ClassifierMixin, BaseEstimator, ABC):
                 f"{self.classes_.tolist()[:10]}."
             )
         return codes.astype(np.int64)
+
+
+def _warn_absent_classes(codes: np.ndarray, classes: np.ndarray, name: str) -> None:
+    """A UserWarning naming the classes ``codes`` (the held-out labels) never hold."""
+    absent = np.flatnonzero(np.bincount(codes, minlength=len(classes)) == 0)
+    if absent.size:
+        shown = [python_value(c) for c in classes[absent][:10]]
+        warnings.warn(
+            f"{name}: y_valid holds no row of class(es) {shown}: what is estimated on the "
+            "held-out rows (the decision rule, the drift report's reference score) cannot "
+            "speak for them. Pass held-out rows of every class.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _encode_labels(

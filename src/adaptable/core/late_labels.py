@@ -90,8 +90,11 @@ class LateLabels:
                 "call partial_fit_logits(logits, y)."
             )
         codes = self._label_codes(y, "y")
-        if len(codes) == 0:
-            return self  # no labels arrived: nothing to learn
+        if len(codes) == 0:  # no labels arrived: nothing to learn, where no rows came either
+            n_rows = len(X) if hasattr(X, "__len__") else None
+            if n_rows:
+                raise ValueError(f"adaptable: X has {n_rows} rows but y has no labels.")
+            return self
         n_rows = self._check_batch(X)
         if self.columns_ is not None:
             X = self.columns_.conform(X, "X")
@@ -101,7 +104,7 @@ class LateLabels:
             logits = self._encoded_logits(self.encoder_.encode(X))
         else:
             logits = self._logit_function(X)
-        return self._learn(checked_logits(logits, self.n_classes_), codes, rows)
+        return self._learn(checked_logits(logits, self.n_classes_, n_rows), codes, rows)
 
     def partial_fit_logits(
         self, logits: np.ndarray | torch.Tensor, y: Any, *, rows: Any = None

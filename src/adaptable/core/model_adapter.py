@@ -149,18 +149,24 @@ def _torch_call(module: torch.nn.Module, X: Any) -> np.ndarray:
     """Eval mode for the forward pass (the source model is frozen), then the caller's mode back."""
     tensor = _as_float_tensor(X)
     was_training = module.training
-    try:
-        device = next(module.parameters()).device
-    except StopIteration:
-        device = torch.device("cpu")
+    # the rows go where the weights are, in their precision (a .double() or bfloat16 module)
+    weights = next((p for p in module.parameters() if p.is_floating_point()), None)
+    device = torch.device("cpu") if weights is None else weights.device
+    dtype = torch.float32 if weights is None else weights.dtype
     module.eval()
     try:
         with torch.inference_mode():
-            out = module(tensor.to(device))
+            out = module(tensor.to(device, dtype))
     finally:
         module.train(was_training)
     if isinstance(out, tuple | list):
         out = out[0]
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(
+            f"The torch module returned a {type(out).__name__}; AdapTable needs its logits as "
+            "a tensor (n, C) (or a tuple whose first item is one): wrap the module so that "
+            "forward returns them."
+        )
     return out.detach().to("cpu", torch.float64).numpy()
 
 
@@ -237,13 +243,21 @@ def _log(proba: np.ndarray, source: str) -> np.ndarray:
     return np.log(np.clip(proba, 1e-12, None))
 
 
-def checked_logits(logits: np.ndarray | torch.Tensor, n_classes: int) -> np.ndarray:
-    """``logits`` as float64 (n, C), n >= 1, all finite; or a ValueError saying what is wrong."""
+def checked_logits(
+    logits: np.ndarray | torch.Tensor, n_classes: int, n_rows: int | None = None
+) -> np.ndarray:
+    """``logits`` as float64 (n, C), n >= 1, all finite, and n == ``n_rows`` where given (the
+    rows the model was handed); or a ValueError saying what is wrong."""
     if isinstance(logits, torch.Tensor):
         logits = logits.detach().cpu().numpy()
     logits = np.asarray(logits, dtype=np.float64)
     if logits.ndim != 2 or logits.shape[1] != n_classes:
         raise ValueError(f"Expected logits of shape (n, {n_classes}); got {logits.shape}.")
+    if n_rows is not None and len(logits) != n_rows:
+        raise ValueError(
+            f"adaptable: the model returned {len(logits)} rows of scores for {n_rows} rows of "
+            "input; it must return one row per input row."
+        )
     if len(logits) == 0:
         raise ValueError("adaptable: Empty batch: the logits have no rows.")
     # NaN propagates into both extremes, +inf shows in the max, -inf in the min: two

@@ -76,6 +76,7 @@ def write(method: Any, path: str | os.PathLike[str]) -> None:
 
     from adaptable import __version__
 
+    _check_savable(method)
     arrays: dict[str, np.ndarray] = {"source_prior": method.source_prior_}
     meta: dict[str, Any] = {
         "format": FORMAT,
@@ -105,6 +106,8 @@ def write(method: Any, path: str | os.PathLike[str]) -> None:
     classes = method.classes_
     if classes.dtype.kind not in "iu" or not np.array_equal(classes, np.arange(method.n_classes_)):
         meta["classes"] = classes.tolist()
+        if classes.dtype.kind in "iuf":  # int8, uint64, float32, ... come back as themselves
+            meta["classes_dtype"] = classes.dtype.str
     for part in (calibrator_state(method.calibrator_), method.decider_.state()):
         arrays.update(part.arrays)
         meta.update(part.metadata)
@@ -125,10 +128,34 @@ def write(method: Any, path: str | os.PathLike[str]) -> None:
         raise OSError(f"Cannot save to {name!r} ({err}).") from err
 
 
+def _check_savable(method: Any) -> None:
+    """A ValueError, before anything is written, where the file could not hold the labels or
+    the encoded columns' names as themselves (JSON has no dates, tuples, ...)."""
+    labels = [python_value(c) for c in method.classes_.tolist()]
+    if not all(isinstance(c, str | bool | int | float) for c in labels):
+        kind = type(next(c for c in labels if not isinstance(c, str | bool | int | float)))
+        raise ValueError(
+            f"AdapTable.save: labels of type {kind.__name__} ({labels[0]!r:.40}, ...) cannot "
+            "be written to the file; fit on labels that are strings, integers, floats or "
+            "booleans (map them, e.g. to str) to save the adapter."
+        )
+    encoder = method.encoder_
+    if encoder is not None:
+        names = [python_value(n) for n in [*encoder.numerical_, *encoder.categorical_]]
+        bad = [n for n in names if not is_saved_name(n)]
+        if bad:
+            raise ValueError(
+                f"AdapTable.save: column names such as {bad[0]!r:.60} cannot be written to the "
+                "file (only strings, integers and finite floats can); rename the columns "
+                "(a MultiIndex: join its levels into strings) before fit to save the adapter."
+            )
+
+
 def _saved_params(method: Any) -> dict[str, Any]:
     """Constructor arguments in constructor order, JSON-compatible."""
     order = [p for p in inspect.signature(type(method).__init__).parameters if p != "self"]
-    params = method.get_params(deep=False)
+    # the parameters of the fit (an adapter fitted before they were kept: those of the moment)
+    params = getattr(method, "_fitted_params", None) or method.get_params(deep=False)
     # numpy scalars (report_batches=np.int64(5), say) pass the constraints but not json
     saved = {k: python_value(params[k]) for k in order if k not in _UNSAVED_PARAMS}
     for key in ("numerical", "categorical"):

@@ -248,6 +248,12 @@ class StateReader:
             raise self.error(
                 "classes", f"must be {n_classes} distinct sorted labels; got {labels!r:.200}"
             )
+        if "classes_dtype" in self.meta and classes.dtype.kind in "iuf":
+            dtype = np.dtype(self.field("classes_dtype", str))
+            typed = classes.astype(dtype) if dtype.kind in "iuf" else None
+            if typed is None or not np.array_equal(typed, classes):
+                raise self.error("classes_dtype", f"cannot hold the labels; got {dtype.str!r}")
+            classes = typed
         return classes
 
     def shape(self, key: str) -> tuple[int, ...] | None:

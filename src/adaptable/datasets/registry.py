@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 from collections.abc import Callable
@@ -126,7 +127,11 @@ def names() -> list[str]:
 def _info(name: str) -> TaskInfo:
     key = canonical(name)
     if key not in _FACTORIES:
-        raise KeyError(f"Unknown task {name!r}. Known tasks: {', '.join(sorted(_FACTORIES))}.")
+        close = difflib.get_close_matches(str(name), [*_FACTORIES, *ALIASES], n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise KeyError(
+            f"Unknown task {name!r}.{hint} Known tasks: {', '.join(sorted(_FACTORIES))}."
+        )
     return _FACTORIES[key]()
 
 
