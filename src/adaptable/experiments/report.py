@@ -47,14 +47,9 @@ def report_sweep(result: Any) -> None:
     """Print a sweep's counts on stdout, then its skipped datasets, failures (one line per
     distinct error) and the warnings of the experiments it ran on stderr: standard output
     keeps the tables that scripts read."""
-    skipped = (
-        f", {count(len(result.skipped), 'dataset')} skipped (files absent)"
-        if result.skipped
-        else ""
-    )
     print(
         f"{count(len(result.ran), 'experiment')} run, {len(result.reused)} reused from the "
-        f"store, {len(result.failures)} failed{skipped}, in {result.seconds:.1f} s"
+        f"store, {len(result.failures)} failed, in {result.seconds:.1f} s"
     )
     for name, reason in result.skipped.items():
         print(f"skipped dataset {name}: {reason}", file=sys.stderr)
