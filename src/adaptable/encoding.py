@@ -22,7 +22,7 @@ How category values are matched (the same rule at fit and at transform):
   precision). So 6, 6.0 and ``np.int64(6)`` all match a category stored as ``"6.0"`` or
   ``"6"``. Strings are never read as numbers (``"06"`` and ``"6"`` stay different labels).
 - Anything else is unseen: code -1, an all-zero one-hot block. When more than half of a
-  batch's categorical values are unseen, :class:`UnseenCategoryWarning` says so: for numbers
+  categorical column's values in a batch are unseen, :class:`UnseenCategoryWarning` says so: for numbers
   that is almost always a type or format mismatch; for text it may also be a real shift (a
   target domain with categories the source never had); a missing value in a column that had
   none at fit time is reported as such.
@@ -68,7 +68,8 @@ _SMALL_BATCH_CELLS = 65_536
 
 
 class UnseenCategoryWarning(UserWarning):
-    """Most of a batch's categorical values were never seen when the Encoder was fitted."""
+    """Most of a categorical column's values in a batch were never seen when the Encoder was
+    fitted."""
 
 
 @dataclass(frozen=True)

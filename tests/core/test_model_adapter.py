@@ -33,7 +33,7 @@ def test_torch_module_on_array_and_dataframe(data) -> None:
 
 def test_torch_module_rejects_non_numeric_frame() -> None:
     net = torch.nn.Linear(1, 2)
-    with pytest.raises(TypeError, match="float32"):
+    with pytest.raises(TypeError, match="float tensor made from X"):
         as_logit_function(net)(pd.DataFrame({"c": ["a", "b"]}))
 
 

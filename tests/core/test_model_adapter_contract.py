@@ -159,8 +159,7 @@ def test_torch_module_on_unconvertible_input_says_what_to_do() -> None:
     message = (
         "^"
         + re.escape(
-            "A torch module is called on a float32 tensor made from X, but X could not be "
-            "converted ("
+            "A torch module is called on a float tensor made from X, but X could not be converted ("
         )
         + r"could not convert string to float: .*'a'.*"
         + re.escape(

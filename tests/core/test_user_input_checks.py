@@ -218,3 +218,104 @@ def test_the_report_of_no_batch_has_every_column(model, data) -> None:
     empty = method.report()
     assert len(empty) == 0 and empty.columns.tolist() == full.columns.tolist()
     assert empty.dtypes.equals(full.dtypes)
+
+
+def test_mixed_precision_modules_get_float32_and_double_ones_exact_rows(data) -> None:
+    X_train, y_train, X_valid, y_valid, X_test, _ = data
+
+    class Scaled(torch.nn.Module):
+        """A float64 temperature registered before a float32 body (worked before; must still)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.temperature = torch.nn.Parameter(torch.tensor(2.0, dtype=torch.float64))
+            self.body = torch.nn.Linear(6, 3)
+
+        def forward(self, x):
+            return self.body(x) / self.temperature.float()
+
+    torch.manual_seed(0)
+    AdapTable(random_state=0).fit(Scaled(), X_train, y_train, X_valid, y_valid)
+    double = torch.nn.Linear(6, 3).double()
+    method = AdapTable(random_state=0, preset="paper", calibrator="none").fit(
+        double, X_train, y_train, X_valid, y_valid
+    )
+    rows = X_test[:64] * 1e3  # float32 would round these
+    with torch.no_grad():
+        direct = double(torch.from_numpy(rows)).numpy()
+    np.testing.assert_array_equal(method._logit_function(rows), direct)
+
+
+def test_an_array_of_held_out_rows_beside_a_frame_is_fine_where_no_part_reads_them(
+    model, data
+) -> None:
+    X_train, y_train, X_valid, y_valid, X_test, _ = data
+    frame = pd.DataFrame(X_train, columns=[f"f{i}" for i in range(6)])
+    method = AdapTable(preset="paper", calibrator="none", output="proba").fit(
+        lambda X: model.predict_proba(np.asarray(X)), frame, y_train, X_valid, y_valid
+    )
+    assert method.predict_proba(frame.iloc[:64]).shape == (64, 3)
+
+
+def test_a_column_named_none_saves_and_loads(model, data, tmp_path) -> None:
+    X_train, y_train, X_valid, y_valid, X_test, _ = data
+    names = [None, "b", "c", "d", "e", "f"]
+    frames = [pd.DataFrame(X, columns=names) for X in (X_train, X_valid, X_test[:64])]
+
+    def proba(X):
+        return model.predict_proba(np.asarray(X))
+
+    method = AdapTable(random_state=0, output="proba").fit(
+        proba, frames[0], y_train, frames[1], y_valid
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the fit's column order cannot be saved)
+        method.save(tmp_path / "none.safetensors")
+    loaded = AdapTable.load(tmp_path / "none.safetensors", proba, output="proba")
+    np.testing.assert_array_equal(loaded.predict_proba(frames[2]), method.predict_proba(frames[2]))
+
+
+def test_small_integer_labels_0_to_c_keep_their_dtype_and_a_bad_dtype_is_named(
+    model, data, tmp_path
+) -> None:
+    import json
+
+    from safetensors.numpy import load_file, save_file
+
+    X_train, y_train, X_valid, y_valid, X_test, _ = data
+    small = LogisticRegression(max_iter=500).fit(X_train, y_train.astype(np.int8))
+    method = AdapTable(random_state=0).fit(small, X_train, y_train.astype(np.int8), X_valid,
+                                           y_valid.astype(np.int8))  # fmt: skip
+    path = tmp_path / "int8.safetensors"
+    method.save(path)
+    loaded = AdapTable.load(path, small)
+    assert loaded.classes_.dtype == np.int8 and loaded.predict(X_test[:64]).dtype == np.int8
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="numpy") as handle:
+        meta = json.loads(handle.metadata()["adaptable"])
+    for bad in ("foo", "<U3"):
+        meta["classes_dtype"] = bad
+        save_file(load_file(str(path)), str(path), metadata={"adaptable": json.dumps(meta)})
+        with pytest.raises(ValueError, match="field 'classes_dtype'"):
+            AdapTable.load(path, small)
+
+
+def test_the_paper_preset_does_not_warn_of_held_out_classes_it_never_reads(model, data) -> None:
+    X_train, y_train, X_valid, y_valid, *_ = data
+    keep = y_valid != 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        AdapTable(preset="paper", calibrator="none").fit(
+            model, X_train, y_train, X_valid[keep], y_valid[keep]
+        )
+
+
+def test_drift_summary_takes_numbers_of_any_kind(model, data) -> None:
+    from decimal import Decimal
+
+    *_, X_test, _ = data
+    method = _fitted(model, data)
+    method.predict_proba(X_test[:64])
+    for reference in (np.array(0.8), Decimal("0.8"), np.float32(0.8)):
+        assert method.drift_summary(reference=reference).reference == pytest.approx(0.8)

@@ -104,6 +104,9 @@ class Decider(ABC):
     parameter_constraints: ClassVar[dict[str, list[Constraint]]]
     #: whether :meth:`decide` reads the batch's encoded features
     needs_features: ClassVar[bool] = False
+    #: whether it decides on the held-out rows or reports against them (fit then warns where
+    #: ``y_valid`` lacks a class)
+    reads_heldout_rows: ClassVar[bool] = False
     #: the calibrator ``calibrator="auto"`` stands for with this decider
     default_calibrator: ClassVar[str]
     #: whether the oracle calibrator (test labels; the paper's oracle table) may feed it

@@ -272,17 +272,22 @@ def summarise(
         raise ValueError(
             f"adaptable: last_batches must be a whole number >= 1; got {last_batches!r}."
         )
+    checked = {}
     for name, value, fraction in (
         ("tolerance", tolerance, True), ("deviations", deviations, False),
         ("reference", 0.0 if reference is None else reference, True),
     ):  # fmt: skip
-        if not _is_number(value) or not (math.isfinite(value) and value >= 0):
+        number = _as_number(value)
+        if number is None or not (math.isfinite(number) and number >= 0):
             raise ValueError(f"adaptable: {name} must be a finite number >= 0; got {value!r}.")
-        if fraction and value > 1:
+        if fraction and number > 1:
             raise ValueError(
                 f"adaptable: {name} is a fraction of the objective, from 0 to 1 "
                 f"(0.05: 5 points); got {value!r}."
             )
+        checked[name] = number
+    tolerance, deviations = checked["tolerance"], checked["deviations"]
+    reference = None if reference is None else checked["reference"]
     first = 0 if last_batches is None else max(0, n_batches - int(last_batches))
     window = log.window(first)
     given = reference is not None
@@ -358,6 +363,12 @@ def _shares(prior: np.ndarray, classes: tuple | None = None) -> str:
     return "[" + ", ".join(f"{k}: {p:.2f}" for k, p in zip(classes, prior, strict=True)) + "]"
 
 
-def _is_number(value: Any) -> bool:
-    """A real number, not a bool (which Python counts as one) nor a string."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+def _as_number(value: Any) -> float | None:
+    """``value`` as a float where it is a number (a numpy scalar or 0-d array, a Decimal), not
+    a bool (which Python counts as one) nor a string; else ``None``."""
+    if isinstance(value, str | bytes | bool | np.bool_):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None

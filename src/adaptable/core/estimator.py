@@ -139,7 +139,6 @@ class AdapTable(LateLabels, TestTimeMethod):
 
     name = "adaptable"
     updates_parameters = False
-    reads_heldout_rows = True
     _parameter_constraints = PARAMETER_CONSTRAINTS
     # (objects pickled before fit kept the columns read batches as given; before the report's
     # window, every batch's record)
@@ -207,8 +206,14 @@ class AdapTable(LateLabels, TestTimeMethod):
 
     @property
     def calibrator_name_(self) -> str:
-        """The calibrator in use: ``calibrator``, with ``"auto"`` resolved for the preset."""
-        return calibrator_name(self.get_params(deep=False))
+        """The calibrator in use: ``calibrator`` (as fitted), with ``"auto"`` resolved for the
+        preset."""
+        return calibrator_name(getattr(self, "_fitted_params", None) or self.get_params(deep=False))
+
+    @property
+    def reads_heldout_rows(self) -> bool:  # type: ignore[override]
+        """Whether the preset's decider decides on the held-out rows or reports against them."""
+        return DECIDERS[self.preset].reads_heldout_rows
 
     def _fit(self, model: Any, source: SourceData) -> None:
         """p_s (train + valid labels, as the authors), the Encoder where a part reads features,
@@ -229,8 +234,13 @@ class AdapTable(LateLabels, TestTimeMethod):
                     "(.toarray()) or a DataFrame."
                 )
         self.columns_ = FittedColumns.of(source.X)
+        decider = DECIDERS[self.preset].from_params(params)
+        reads_features = (
+            decider.needs_features or CALIBRATORS[self.calibrator_name_].needs_shift_trend
+        )
         if self.columns_ is not None and source.X_valid is not None:
-            if not isinstance(source.X_valid, pd.DataFrame):
+            # (the Encoder reads the held-out rows by name; a model alone may take either)
+            if reads_features and not isinstance(source.X_valid, pd.DataFrame):
                 raise ValueError(
                     "adaptable: X_source is a DataFrame but X_valid is not; pass the held-out "
                     "rows as a DataFrame with the same columns."
@@ -247,10 +257,9 @@ class AdapTable(LateLabels, TestTimeMethod):
             logits_valid = _rows_checked(
                 self._logit_function(source.X_valid), len(source.y_valid), "X_valid"
             )
-        decider = DECIDERS[self.preset].from_params(params)
         name = self.calibrator_name_
         self.encoder_ = None
-        if decider.needs_features or CALIBRATORS[name].needs_shift_trend:
+        if reads_features:
             self.encoder_ = shared or Encoder(self.numerical, self.categorical).fit(
                 source_rows(source)
             )

@@ -91,7 +91,7 @@ class LateLabels:
             )
         codes = self._label_codes(y, "y")
         if len(codes) == 0:  # no labels arrived: nothing to learn, where no rows came either
-            n_rows = len(X) if hasattr(X, "__len__") else None
+            n_rows = self._check_batch(X) if X is not None and _has_rows(X) else 0
             if n_rows:
                 raise ValueError(f"adaptable: X has {n_rows} rows but y has no labels.")
             return self
@@ -211,3 +211,11 @@ class LateLabels:
         if log is None:
             raise ValueError(f"adaptable: {caller} needs preset='default'; got {self.preset!r}.")
         return log
+
+
+def _has_rows(X: Any) -> bool:
+    """Whether ``X`` holds at least one row (a sparse matrix or a frame as well as a list)."""
+    shape = getattr(X, "shape", None)
+    if shape is not None:
+        return len(shape) > 0 and shape[0] > 0
+    return len(X) > 0

@@ -2,8 +2,8 @@
 
 AdapTable only needs logits, so it works with any model. Detection order:
 
-1. a ``torch.nn.Module``: called on a float32 tensor made from X (array or all-numeric frame),
-   in eval mode and without gradients;
+1. a ``torch.nn.Module``: called on a tensor made from X (array or all-numeric frame) in the
+   precision of its parameters (float32 where they mix), in eval mode and without gradients;
 2. an object with ``predict_logits(X)`` (the package's own source models);
 3. an object with ``predict_proba(X)``: raw margins where the library exposes them (XGBoost,
    LightGBM, CatBoost), otherwise log-probabilities (softmax of log p gives p back);
@@ -147,12 +147,14 @@ def as_logit_function(model: Any, output: str = "auto") -> LogitFunction:
 
 def _torch_call(module: torch.nn.Module, X: Any) -> np.ndarray:
     """Eval mode for the forward pass (the source model is frozen), then the caller's mode back."""
-    tensor = _as_float_tensor(X)
     was_training = module.training
-    # the rows go where the weights are, in their precision (a .double() or bfloat16 module)
-    weights = next((p for p in module.parameters() if p.is_floating_point()), None)
-    device = torch.device("cpu") if weights is None else weights.device
-    dtype = torch.float32 if weights is None else weights.dtype
+    # the rows go where the weights are, in their precision where they all share one (a
+    # .double() or bfloat16 module); float32 for a module of mixed precisions
+    floating = [p for p in module.parameters() if p.is_floating_point()]
+    device = floating[0].device if floating else torch.device("cpu")
+    dtypes = {p.dtype for p in floating}
+    dtype = dtypes.pop() if len(dtypes) == 1 else torch.float32
+    tensor = _as_float_tensor(X, torch.float64 if dtype == torch.float64 else torch.float32)
     module.eval()
     try:
         with torch.inference_mode():
@@ -170,16 +172,18 @@ def _torch_call(module: torch.nn.Module, X: Any) -> np.ndarray:
     return out.detach().to("cpu", torch.float64).numpy()
 
 
-def _as_float_tensor(X: Any) -> torch.Tensor:
+def _as_float_tensor(X: Any, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``X`` as a tensor of ``dtype`` (float32 or float64), made without a float32 detour."""
     if isinstance(X, torch.Tensor):
-        return X.to(torch.float32)
+        return X.to(dtype)
+    numpy_dtype = np.float64 if dtype == torch.float64 else np.float32
     try:
         array = (
-            X.to_numpy(dtype=np.float32) if hasattr(X, "to_numpy") else np.asarray(X, np.float32)
+            X.to_numpy(dtype=numpy_dtype) if hasattr(X, "to_numpy") else np.asarray(X, numpy_dtype)
         )
     except (TypeError, ValueError) as err:
         raise TypeError(
-            "A torch module is called on a float32 tensor made from X, but X could not be "
+            "A torch module is called on a float tensor made from X, but X could not be "
             f"converted ({err}). Encode categorical columns first, or pass an object with "
             "predict_logits / predict_proba that does its own preprocessing."
         ) from err

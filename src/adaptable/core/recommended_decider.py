@@ -114,6 +114,7 @@ class RecommendedDecider(LabelledRows, Decider):
 
     preset: ClassVar[str] = "default"
     needs_features: ClassVar[bool] = True
+    reads_heldout_rows: ClassVar[bool] = True
     default_calibrator: ClassVar[str] = "none"
     parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "objective": [StrOptions(OBJECTIVES)],

@@ -106,8 +106,8 @@ def write(method: Any, path: str | os.PathLike[str]) -> None:
     classes = method.classes_
     if classes.dtype.kind not in "iu" or not np.array_equal(classes, np.arange(method.n_classes_)):
         meta["classes"] = classes.tolist()
-        if classes.dtype.kind in "iuf":  # int8, uint64, float32, ... come back as themselves
-            meta["classes_dtype"] = classes.dtype.str
+    if classes.dtype.kind in "iuf" and classes.dtype != np.int64:
+        meta["classes_dtype"] = classes.dtype.str  # int8, uint64, float32: back as themselves
     for part in (calibrator_state(method.calibrator_), method.decider_.state()):
         arrays.update(part.arrays)
         meta.update(part.metadata)
@@ -141,8 +141,12 @@ def _check_savable(method: Any) -> None:
         )
     encoder = method.encoder_
     if encoder is not None:
-        names = [python_value(n) for n in [*encoder.numerical_, *encoder.categorical_]]
-        bad = [n for n in names if not is_saved_name(n)]
+        state = encoder.to_dict()
+        # what load reads back as a column name (a name that is None comes back as NaN)
+        bad = [
+            n for n in [*state["numerical"], *state["categorical"]]
+            if not isinstance(n, str | int | float) or isinstance(n, bool)
+        ]  # fmt: skip
         if bad:
             raise ValueError(
                 f"AdapTable.save: column names such as {bad[0]!r:.60} cannot be written to the "

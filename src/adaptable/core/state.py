@@ -232,7 +232,7 @@ class StateReader:
     def classes(self, n_classes: int) -> np.ndarray:
         """The saved labels (``classes``), or 0..C-1 where the file holds none."""
         if "classes" not in self.meta:
-            return np.arange(n_classes)
+            return self._typed_classes(np.arange(n_classes))
         labels = self.field("classes", list)
         kinds = {
             str if isinstance(v, str) else bool if isinstance(v, bool) else float for v in labels
@@ -248,13 +248,21 @@ class StateReader:
             raise self.error(
                 "classes", f"must be {n_classes} distinct sorted labels; got {labels!r:.200}"
             )
-        if "classes_dtype" in self.meta and classes.dtype.kind in "iuf":
-            dtype = np.dtype(self.field("classes_dtype", str))
-            typed = classes.astype(dtype) if dtype.kind in "iuf" else None
-            if typed is None or not np.array_equal(typed, classes):
-                raise self.error("classes_dtype", f"cannot hold the labels; got {dtype.str!r}")
-            classes = typed
-        return classes
+        return self._typed_classes(classes)
+
+    def _typed_classes(self, classes: np.ndarray) -> np.ndarray:
+        """``classes`` in the dtype the file names (``classes_dtype``), where it names one."""
+        if "classes_dtype" not in self.meta or classes.dtype.kind not in "iuf":
+            return classes
+        name = self.field("classes_dtype", str)
+        try:
+            dtype = np.dtype(name)
+        except TypeError:
+            raise self.error("classes_dtype", f"is no numeric dtype; got {name!r}") from None
+        typed = classes.astype(dtype) if dtype.kind in "iuf" else None
+        if typed is None or not np.array_equal(typed, classes):
+            raise self.error("classes_dtype", f"cannot hold the labels; got {name!r}")
+        return typed
 
     def shape(self, key: str) -> tuple[int, ...] | None:
         """The shape of tensor ``key`` as the file declares it (``None``: no such tensor)."""

@@ -127,7 +127,7 @@ def names() -> list[str]:
 def _info(name: str) -> TaskInfo:
     key = canonical(name)
     if key not in _FACTORIES:
-        close = difflib.get_close_matches(str(name), [*_FACTORIES, *ALIASES], n=1)
+        close = difflib.get_close_matches(str(name).lower(), [*_FACTORIES, *ALIASES], n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise KeyError(
             f"Unknown task {name!r}.{hint} Known tasks: {', '.join(sorted(_FACTORIES))}."
