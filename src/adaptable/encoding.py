@@ -477,7 +477,8 @@ class Encoder:
         first one; once per cause (that column and kind) under the filters that show a warning once
         (module docstring)."""
         unseen = codes < 0
-        if not unseen.any():
+        # a column's unseen count is at most the batch's: most batches stop at one count
+        if np.count_nonzero(unseen) <= UNSEEN_WARNING_SHARE * len(unseen):
             return
         # per column: one column of many that the stream fills with new values is worth a
         # warning though most of the batch's cells are known
