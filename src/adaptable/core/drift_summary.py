@@ -201,7 +201,8 @@ class DriftSummary:
         low, high = self.drop - k * self.drop_sd, self.drop + k * self.drop_sd
         fall = (
             f"the adapter's fall below the reference is {_points(self.drop)} points "
-            f"({_points(low)} to {_points(high)} within {k:g} deviations"
+            f"({_points(low)} to {_points(high)} within {k:g} "
+            f"deviation{'' if k == 1 else 's'}"
             f"{'; negative: above it' if low < 0 else ''})"
         )
         tolerance = f"the {_points(self.tolerance)}-point tolerance"
