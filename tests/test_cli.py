@@ -816,6 +816,26 @@ def saved_adapter(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def test_drift_figure_draws_the_batches_the_summary_reads(
+    saved_adapter: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import adaptable.experiments.drift_figure as drift_figure
+
+    drawn = []
+    plot = drift_figure.plot_drift_report
+    monkeypatch.setattr(
+        drift_figure,
+        "plot_drift_report",
+        lambda report, **kw: drawn.append(report) or plot(report, **kw),
+    )
+    for extra, batches in ((["--last-batches", "10"], list(range(20, 30))), ([], list(range(30)))):
+        assert (
+            cli.main(["drift", str(saved_adapter), *extra, "--figure", str(tmp_path / "f.png")])
+            == 0
+        )
+        assert drawn.pop()["batch"].tolist() == batches
+
+
 def test_drift_prints_a_saved_adapters_summary_and_writes_its_report(
     saved_adapter: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

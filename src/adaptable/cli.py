@@ -1016,8 +1016,10 @@ def cmd_drift(args: argparse.Namespace) -> int:
         from adaptable.experiments.drift_figure import plot_drift_report
         from adaptable.experiments.plots import save_figure
 
+        # the figure shows the batches the summary reads (its so-far curves run from the start)
+        shown = report if args.last_batches is None else report.tail(args.last_batches)
         try:
-            save_figure(plot_drift_report(report, title=Path(args.file).name), args.figure)
+            save_figure(plot_drift_report(shown, title=Path(args.file).name), args.figure)
         except (OSError, RuntimeError) as err:  # RuntimeError: a writer's missing tool (LaTeX)
             print(f"adaptable drift: --figure {args.figure}: {_os_reason(err)}", file=sys.stderr)
             return 2

@@ -351,3 +351,19 @@ def test_the_drift_figure_keeps_its_bands_between_0_and_100_and_skips_a_test_nev
         heights = np.concatenate([path.vertices[:, 1] for path in band.get_paths()])
         assert heights.min() >= 0.0 and heights.max() <= 100.0
     assert [line.get_label() for line in tests.lines if "prior" in line.get_label()] == []
+
+
+def test_the_drift_figure_draws_what_rests_on_labels_only_from_the_summarys_minimum() -> None:
+    from adaptable.core.drift_summary import MIN_LABELLED
+    from adaptable.experiments.drift_figure import plot_drift_report
+
+    log, _ = _stream(np.random.default_rng(5), n_batches=10, share=0.2)
+    frame = log.frame()
+    labelled = np.cumsum(frame["realised_rows"].to_numpy())
+    assert labelled[0] < MIN_LABELLED <= labelled[-1]  # the stream crosses the minimum
+    performance = plot_drift_report(frame).axes[0]
+    for line in performance.lines:
+        label = line.get_label()
+        if "realised" in label or "label-corrected" in label:
+            drawn = np.isfinite(np.asarray(line.get_ydata(), dtype=float))
+            np.testing.assert_array_equal(drawn, labelled >= MIN_LABELLED, err_msg=label)

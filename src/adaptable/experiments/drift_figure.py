@@ -7,7 +7,8 @@ over the stream's batches:
    far, estimated from the posteriors (dashed), by the calibration-free estimate where the
    moment test accepts pure label shift (dash-dot, with a band of two standard deviations),
    realised on the labels that have arrived (solid), and from the posteriors corrected by
-   those labels (dotted, with its band); a thin dotted line at the unadapted model's objective
+   those labels (dotted, with its band), these two from as many labelled rows as
+   :meth:`adaptable.AdapTable.drift_summary` asks for (``MIN_LABELLED``); a thin dotted line at the unadapted model's objective
    on the held-out source rows, the reference of :meth:`adaptable.AdapTable.drift_summary`;
 2. the estimated target label distribution with its 90 % interval, the calibration-free
    estimate (dash-dot), the share of each class among the labelled rows (dots) and, where
@@ -43,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from adaptable.core.drift_report import report_classes
+from adaptable.core.drift_summary import MIN_LABELLED
 from adaptable.experiments.plots import save_figure
 
 
@@ -84,16 +86,22 @@ def plot_drift_report(
     fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True)
     batch = report["batch"].to_numpy()
     performance, prior, tests, rules = axes
+    # what rests on the labels is drawn from as many labelled rows as the summary asks for: a
+    # score of four rows says little, and its band would promise more
+    labelled = np.cumsum(report["realised_rows"].to_numpy(dtype=float)) if len(report) else []
+    few = np.asarray(labelled) < MIN_LABELLED
     for who, colour in (("source", "tab:gray"), ("adapter", "tab:blue")):
         name = "unadapted model" if who == "source" else "adapter"
         estimated = report[f"estimated_{who}_so_far"].to_numpy(dtype=float)
-        realised = report[f"realised_{who}_so_far"].to_numpy(dtype=float)
+        realised = np.where(few, np.nan, report[f"realised_{who}_so_far"].to_numpy(dtype=float))
         performance.plot(batch, 100 * estimated, "--", color=colour, label=f"{name}, estimated")
         for column, style, kind in (
             ("calibration_free", "-.", "calibration-free"),
             ("label_corrected", ":", "label-corrected"),
         ):
             value = report.get(f"{column}_{who}_so_far")
+            if value is not None and column == "label_corrected":
+                value = value.where(~few)
             if value is None or not np.isfinite(value.to_numpy(dtype=float)).any():
                 continue
             performance.plot(batch, 100 * value, style, color=colour, label=f"{name}, {kind}")
@@ -106,7 +114,9 @@ def plot_drift_report(
                 )
                 performance.fill_between(batch, low, high, color=colour, alpha=0.12, linewidth=0)
         if np.isfinite(realised).any():
-            performance.plot(batch, 100 * realised, "-", color=colour, label=f"{name}, realised")
+            performance.plot(
+                batch, 100 * realised, "-", color=colour, label=f"{name}, realised on labelled rows"
+            )
     reference = report.get("heldout_source")
     if reference is not None and np.isfinite(reference.to_numpy(dtype=float)).any():
         performance.axhline(
