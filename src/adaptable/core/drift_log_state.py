@@ -9,9 +9,10 @@ array; it reads the log's own fields and is not used on its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 if TYPE_CHECKING:
     from adaptable.core.label_corrected import ResidualSums
@@ -301,3 +302,26 @@ def _kept_rows(
         name: np.concatenate(rows).astype(np.float64, copy=False),
         f"{name}_batches": np.array(present, dtype=np.uint8),
     }
+
+
+#: the report's columns that count rows
+COUNTS = ("first_row", "rows", "n_labelled", "realised_rows")
+
+
+def empty_report(names: list[Any]) -> pd.DataFrame:
+    """The report of no batch: every column of :meth:`DriftLog.frame`, in its order, typed."""
+    per_class = lambda *forms: [form.format(n) for n in names for form in forms]  # noqa: E731
+    columns = [
+        "batch", *SCALARS, "rule", "shift_rejects", "prior_rejects",
+        *per_class("prior_{}", "prior_{}_low", "prior_{}_high"),
+        *per_class("labelled_share_{}"),
+        *[c for kind in ("estimated", "realised") for w in ("source", "adapter")
+          for c in (f"{kind}_{w}", f"{kind}_{w}_so_far")],
+        "realised_rows", *per_class("calibration_free_prior_{}"),
+        *[c for kind in ("calibration_free", "label_corrected") for w in ("source", "adapter")
+          for c in (f"{kind}_{w}_so_far", f"{kind}_{w}_sd")],
+        "heldout_source", "heldout_source_sd",
+    ]  # fmt: skip
+    kinds = {"batch": "int64", "rule": str, "shift_rejects": bool, "prior_rejects": bool}
+    kinds |= dict.fromkeys(COUNTS, "int64")
+    return pd.DataFrame({c: pd.Series(dtype=kinds.get(c, "float64")) for c in columns})

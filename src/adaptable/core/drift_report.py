@@ -50,7 +50,7 @@ import pandas as pd
 
 from adaptable.core.decision import confusion, score
 from adaptable.core.drift_log_rows import DriftLogRows
-from adaptable.core.drift_log_state import SCALARS, BatchRecord, DriftLogState
+from adaptable.core.drift_log_state import COUNTS, SCALARS, BatchRecord, DriftLogState, empty_report
 from adaptable.core.feedback.prior import dirichlet_interval
 from adaptable.core.heldout_estimate import class_offsets, realised_variance, stream_estimates
 from adaptable.core.label_corrected import ResidualSums
@@ -399,7 +399,7 @@ class DriftLog(DriftLogState, DriftLogRows):
         names = _class_names(classes, self.n_classes)
         self._settle()
         if not self._batches:
-            return _empty_frame(names)
+            return empty_report(names)
         b = self._batches
         data: dict[str, Any] = {"batch": self.dropped + np.arange(len(b))}
         for key in SCALARS:
@@ -448,6 +448,8 @@ class DriftLog(DriftLogState, DriftLogRows):
         reference, reference_sd = self.heldout_reference()
         data["heldout_source"] = np.full(len(b), reference)
         data["heldout_source_sd"] = np.full(len(b), reference_sd)
+        for key in COUNTS:  # counts of rows read as counts (records hold them as floats)
+            data[key] = data[key].astype(np.int64)
         return pd.DataFrame(data)
 
     def window(self, first: int = 0) -> Window:
@@ -576,21 +578,3 @@ def _scores(matrices: np.ndarray, objective: str) -> np.ndarray:
     values = np.asarray(score(flat[None], objective), dtype=np.float64)[0]
     values[flat.sum(axis=(1, 2)) <= 0] = np.nan
     return values.reshape(matrices.shape[:-2])
-
-
-def _empty_frame(names: list[Any]) -> pd.DataFrame:
-    """The report of no batch: every column of :meth:`DriftLog.frame`, in its order, typed."""
-    per_class = lambda *forms: [form.format(n) for n in names for form in forms]  # noqa: E731
-    columns = [
-        "batch", *SCALARS, "rule", "shift_rejects", "prior_rejects",
-        *per_class("prior_{}", "prior_{}_low", "prior_{}_high"),
-        *per_class("labelled_share_{}"),
-        *[c for kind in ("estimated", "realised") for w in ("source", "adapter")
-          for c in (f"{kind}_{w}", f"{kind}_{w}_so_far")],
-        "realised_rows", *per_class("calibration_free_prior_{}"),
-        *[c for kind in ("calibration_free", "label_corrected") for w in ("source", "adapter")
-          for c in (f"{kind}_{w}_so_far", f"{kind}_{w}_sd")],
-        "heldout_source", "heldout_source_sd",
-    ]  # fmt: skip
-    kinds = {"batch": "int64", "rule": str, "shift_rejects": bool, "prior_rejects": bool}
-    return pd.DataFrame({c: pd.Series(dtype=kinds.get(c, "float64")) for c in columns})
