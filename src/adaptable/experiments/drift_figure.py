@@ -88,8 +88,8 @@ def plot_drift_report(
     performance, prior, tests, rules = axes
     # what rests on the labels is drawn from as many labelled rows as the summary asks for: a
     # score of four rows says little, and its band would promise more
-    labelled = np.cumsum(report["realised_rows"].to_numpy(dtype=float)) if len(report) else []
-    few = np.asarray(labelled) < MIN_LABELLED
+    counted = report.get("realised_rows", pd.Series(0.0, index=report.index))
+    few = np.cumsum(counted.to_numpy(dtype=float)) < MIN_LABELLED
     for who, colour in (("source", "tab:gray"), ("adapter", "tab:blue")):
         name = "unadapted model" if who == "source" else "adapter"
         estimated = report[f"estimated_{who}_so_far"].to_numpy(dtype=float)
