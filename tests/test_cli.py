@@ -787,8 +787,12 @@ def test_plain_defaults_plural_counts_and_aligned_names(
     monkeypatch.setattr(datasets, "available", lambda data_dir=None: listed)
     capsys.readouterr()
     assert cli.main(["datasets"]) == 0
-    lines = capsys.readouterr().out.splitlines()[1:]
+    out = capsys.readouterr().out
+    tasks, names = out.split("\n\n[other names]\n")
+    lines = tasks.splitlines()[1:]
     assert [line.index("present" if "present" in line else "absent") for line in lines] == [30, 30]
+    # the other names every command accepts, each with the task it stands for
+    assert "readmission = hospital_readmission" in names and "anes = voting" in names
 
 
 @pytest.fixture(scope="module")

@@ -1187,6 +1187,11 @@ def _main(argv: list[str] | None, components: Components | None) -> int:
                 group = info.get("group")
             state = "present" if info["present"] else "absent"
             print(f"{name:{width}s}  {state}")
+        # TableShift's identifiers and short names, which every command accepts too
+        from adaptable.datasets.registry import ALIASES
+
+        aliases = ", ".join(f"{a} = {t}" for a, t in ALIASES.items())
+        print(f"\n[other names]\n{aliases}")
         return 0
     if args.command == "drift":
         return cmd_drift(args)
