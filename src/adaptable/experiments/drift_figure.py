@@ -83,7 +83,10 @@ def plot_drift_report(
         objective: the performance axis' name.
     """
     plt = _pyplot()
-    fig, axes = plt.subplots(4, 1, figsize=(8, 10), sharex=True)
+    fig, axes = plt.subplots(
+        4, 1, figsize=(8, 11.5), sharex=True, layout="constrained",
+        gridspec_kw={"height_ratios": [1.4, 1, 1, 1]},
+    )  # fmt: skip
     batch = report["batch"].to_numpy()
     performance, prior, tests, rules = axes
     # what rests on the labels is drawn from as many labelled rows as the summary asks for: a
@@ -124,7 +127,12 @@ def plot_drift_report(
             label="unadapted model, held-out source rows",
         )  # fmt: skip
     performance.set_ylabel(f"{objective} so far (%)")
-    _legend(performance)
+    labels = performance.get_legend_handles_labels()[1]
+    if labels:  # under the panel: inside, its many lines would cover the curves
+        performance.legend(
+            fontsize="small", ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.04),
+            frameon=False,
+        )  # fmt: skip
     classes = report_classes(report.columns)
     shown = classes if len(classes) > 2 else classes[1:]  # two classes: one says it all
     for k, name in enumerate(shown):
@@ -166,7 +174,6 @@ def plot_drift_report(
     rules.set_xlabel("batch")
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
     return fig
 
 
