@@ -351,6 +351,8 @@ def test_the_drift_figure_keeps_its_bands_between_0_and_100_and_skips_a_test_nev
         heights = np.concatenate([path.vertices[:, 1] for path in band.get_paths()])
         assert heights.min() >= 0.0 and heights.max() <= 100.0
     assert [line.get_label() for line in tests.lines if "prior" in line.get_label()] == []
+    # one legend entry for the bands, however many are drawn
+    assert performance.get_legend_handles_labels()[1].count("band: 2 deviations") == 1
 
 
 def test_the_drift_figure_draws_what_rests_on_labels_only_from_the_summarys_minimum() -> None:

@@ -115,7 +115,12 @@ def plot_drift_report(
                     np.clip(100 * (value + sign * 2 * sd).to_numpy(dtype=float), 0.0, 100.0)
                     for sign in (-1, 1)
                 )
-                performance.fill_between(batch, low, high, color=colour, alpha=0.12, linewidth=0)
+                # one legend entry says what every band is
+                banded = "band: 2 deviations" in performance.get_legend_handles_labels()[1]
+                performance.fill_between(
+                    batch, low, high, color=colour, alpha=0.12, linewidth=0,
+                    label=None if banded else "band: 2 deviations",
+                )  # fmt: skip
         if np.isfinite(realised).any():
             performance.plot(
                 batch, 100 * realised, "-", color=colour, label=f"{name}, realised on labelled rows"
