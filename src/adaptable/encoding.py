@@ -164,11 +164,13 @@ class Encoder:
             # one kind declared: its columns take it, every other column the kind its dtype
             # says (declaring some columns says nothing of the others)
             if self.numerical is not None:
-                numerical = [*numerical, *(c for c in inferred_num if c not in numerical)]
-                categorical = [c for c in inferred_cat if c not in numerical]
+                declared = set(numerical)
+                numerical = [*numerical, *(c for c in inferred_num if c not in declared)]
+                categorical = [c for c in inferred_cat if c not in declared]
             if self.categorical is not None:
-                categorical = [*categorical, *(c for c in inferred_cat if c not in categorical)]
-                numerical = [c for c in inferred_num if c not in categorical]
+                declared = set(categorical)
+                categorical = [*categorical, *(c for c in inferred_cat if c not in declared)]
+                numerical = [c for c in inferred_num if c not in declared]
         else:
             numerical, categorical = self.numerical, self.categorical
         overlap = set(numerical) & set(categorical)

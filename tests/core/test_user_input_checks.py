@@ -184,6 +184,10 @@ def test_one_declared_kind_leaves_the_other_columns_to_their_dtypes() -> None:
     for kind, (declared, numerical, categorical) in cases.items():
         encoder = Encoder(**{kind: declared}).fit(frame)
         assert (encoder.numerical_, encoder.categorical_) == (numerical, categorical), kind
+    # a column declared against its dtype takes the declared kind only
+    flags = frame.assign(flag=[True, False, True])
+    encoder = Encoder(numerical=["a", "flag"]).fit(flags)
+    assert (encoder.numerical_, encoder.categorical_) == (["a", "zip", "flag"], ["c", "d"])
     # an all-float array with a few columns declared numerical stays all numerical
     encoder = Encoder(numerical=[0, 1]).fit(np.random.default_rng(0).normal(size=(20, 6)))
     assert encoder.categorical_ == [] and encoder.n_features_out_ == 6

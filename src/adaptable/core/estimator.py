@@ -26,7 +26,7 @@ from adaptable.core.fitted_columns import FittedColumns
 from adaptable.core.interface import SourceData, TestTimeMethod, check_model_classes
 from adaptable.core.label_handler import source_prior
 from adaptable.core.late_labels import LateLabels
-from adaptable.core.model_adapter import as_logit_function, checked_logits
+from adaptable.core.model_adapter import as_logit_function, checked_logits, rows_checked
 from adaptable.core.parameters import InvalidParameterError, validate_parameters
 from adaptable.core.parts import FitContext, source_rows
 from adaptable.core.post_training import Progress
@@ -208,7 +208,13 @@ class AdapTable(LateLabels, TestTimeMethod):
     def calibrator_name_(self) -> str:
         """The calibrator in use: ``calibrator`` (as fitted), with ``"auto"`` resolved for the
         preset."""
-        return calibrator_name(getattr(self, "_fitted_params", None) or self.get_params(deep=False))
+        return calibrator_name(self.params_as_fitted())
+
+    def params_as_fitted(self) -> dict[str, Any]:
+        """The constructor arguments the adapter was fitted (or loaded) with, which a later
+        ``set_params`` does not change until the next :meth:`fit`; before a fit (or for an
+        adapter pickled before they were kept), those of the moment."""
+        return getattr(self, "_fitted_params", None) or self.get_params(deep=False)
 
     @property
     def reads_heldout_rows(self) -> bool:  # type: ignore[override]
@@ -249,13 +255,16 @@ class AdapTable(LateLabels, TestTimeMethod):
             source = dataclasses.replace(source, X_valid=valid)
         self._logit_function = as_logit_function(model, self.output)
         shared = shared_encoder(model, params)
-        logits = _rows_checked(self._logit_function(source.X), len(source.y), "X_source")
+        logits = rows_checked(
+            self._logit_function(source.X), len(source.y), f"the {len(source.y)} rows of X_source"
+        )
         self.n_classes_ = logits.shape[1]
         self.source_prior_ = source_prior(source.y, source.y_valid, n_classes=self.n_classes_)
         logits_valid = None
         if source.X_valid is not None:
-            logits_valid = _rows_checked(
-                self._logit_function(source.X_valid), len(source.y_valid), "X_valid"
+            n_valid = len(source.y_valid)
+            logits_valid = rows_checked(
+                self._logit_function(source.X_valid), n_valid, f"the {n_valid} rows of X_valid"
             )
         name = self.calibrator_name_
         self.encoder_ = None
@@ -495,14 +504,3 @@ def _seed(random_state: int | None) -> int:
     if random_state is None:
         return int(np.random.SeedSequence().entropy % (2**63))
     return int(random_state)
-
-
-def _rows_checked(logits: Any, n_rows: int, what: str) -> Any:
-    """``logits`` where the model returned one row per row of ``what``; else a ValueError."""
-    got = len(logits)
-    if got != n_rows:
-        raise ValueError(
-            f"adaptable: the model returned {got} rows of scores for the {n_rows} rows of "
-            f"{what}; it must return one row per input row."
-        )
-    return logits

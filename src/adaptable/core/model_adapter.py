@@ -247,6 +247,17 @@ def _log(proba: np.ndarray, source: str) -> np.ndarray:
     return np.log(np.clip(proba, 1e-12, None))
 
 
+def rows_checked(scores: Any, n_rows: int, what: str) -> Any:
+    """``scores`` where the model returned ``n_rows`` rows of them, one per row it was handed
+    (``what`` names those rows in the message); else a ValueError."""
+    if len(scores) != n_rows:
+        raise ValueError(
+            f"adaptable: the model returned {len(scores)} rows of scores for {what}; it must "
+            "return one row per input row."
+        )
+    return scores
+
+
 def checked_logits(
     logits: np.ndarray | torch.Tensor, n_classes: int, n_rows: int | None = None
 ) -> np.ndarray:
@@ -257,11 +268,8 @@ def checked_logits(
     logits = np.asarray(logits, dtype=np.float64)
     if logits.ndim != 2 or logits.shape[1] != n_classes:
         raise ValueError(f"Expected logits of shape (n, {n_classes}); got {logits.shape}.")
-    if n_rows is not None and len(logits) != n_rows:
-        raise ValueError(
-            f"adaptable: the model returned {len(logits)} rows of scores for {n_rows} rows of "
-            "input; it must return one row per input row."
-        )
+    if n_rows is not None:
+        rows_checked(logits, n_rows, f"{n_rows} rows of input")
     if len(logits) == 0:
         raise ValueError("adaptable: Empty batch: the logits have no rows.")
     # NaN propagates into both extremes, +inf shows in the max, -inf in the min: two

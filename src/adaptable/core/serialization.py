@@ -34,7 +34,7 @@ from adaptable.core.calibrators import CALIBRATORS, calibrator_state, load_calib
 from adaptable.core.fitted_columns import is_saved_name
 from adaptable.core.parts import LoadContext
 from adaptable.core.presets import DECIDERS, calibrator_name
-from adaptable.core.state import StateReader, Tensors
+from adaptable.core.state import SAVED_LABEL_TYPES, StateReader, Tensors, is_column_name
 from adaptable.values import python_value
 
 FORMAT = "adaptable.AdapTable/2"
@@ -132,21 +132,16 @@ def _check_savable(method: Any) -> None:
     """A ValueError, before anything is written, where the file could not hold the labels or
     the encoded columns' names as themselves (JSON has no dates, tuples, ...)."""
     labels = [python_value(c) for c in method.classes_.tolist()]
-    if not all(isinstance(c, str | bool | int | float) for c in labels):
-        kind = type(next(c for c in labels if not isinstance(c, str | bool | int | float)))
+    if not all(isinstance(c, SAVED_LABEL_TYPES) for c in labels):
+        kind = type(next(c for c in labels if not isinstance(c, SAVED_LABEL_TYPES)))
         raise ValueError(
             f"AdapTable.save: labels of type {kind.__name__} ({labels[0]!r:.40}, ...) cannot "
             "be written to the file; fit on labels that are strings, integers, floats or "
             "booleans (map them, e.g. to str) to save the adapter."
         )
-    encoder = method.encoder_
-    if encoder is not None:
-        state = encoder.to_dict()
-        # what load reads back as a column name (a name that is None comes back as NaN)
-        bad = [
-            n for n in [*state["numerical"], *state["categorical"]]
-            if not isinstance(n, str | int | float) or isinstance(n, bool)
-        ]  # fmt: skip
+    if method.encoder_ is not None:
+        state = method.encoder_.to_dict()  # as written, so as load will read it
+        bad = [n for n in [*state["numerical"], *state["categorical"]] if not is_column_name(n)]
         if bad:
             raise ValueError(
                 f"AdapTable.save: column names such as {bad[0]!r:.60} cannot be written to the "
@@ -158,8 +153,7 @@ def _check_savable(method: Any) -> None:
 def _saved_params(method: Any) -> dict[str, Any]:
     """Constructor arguments in constructor order, JSON-compatible."""
     order = [p for p in inspect.signature(type(method).__init__).parameters if p != "self"]
-    # the parameters of the fit (an adapter fitted before they were kept: those of the moment)
-    params = getattr(method, "_fitted_params", None) or method.get_params(deep=False)
+    params = method.params_as_fitted()
     # numpy scalars (report_batches=np.int64(5), say) pass the constraints but not json
     saved = {k: python_value(params[k]) for k in order if k not in _UNSAVED_PARAMS}
     for key in ("numerical", "categorical"):

@@ -135,6 +135,10 @@ def _integer(text: str) -> int | _LongInteger:
     return _LongInteger(digits) if digits > MAX_INTEGER_DIGITS else int(text)
 
 
+#: the label values a file holds as themselves (JSON scalars)
+SAVED_LABEL_TYPES = (str, bool, int, float)
+
+
 class StateReader:
     """One file's metadata (a JSON object) and tensors, read field by field.
 
@@ -237,7 +241,7 @@ class StateReader:
         kinds = {
             str if isinstance(v, str) else bool if isinstance(v, bool) else float for v in labels
         }
-        scalars = all(isinstance(v, str | bool | int | float) for v in labels)
+        scalars = all(isinstance(v, SAVED_LABEL_TYPES) for v in labels)
         classes = np.asarray(labels) if scalars and len(kinds) == 1 else None
         if (
             classes is None
@@ -311,7 +315,7 @@ class StateReader:
         from adaptable.encoding import Encoder
 
         state = self.field("encoder", dict)
-        problem = _encoder_problem(state)
+        problem = encoder_problem(state)
         if problem is not None:
             raise self.error("encoder", f"cannot be read ({problem})")
         try:
@@ -375,16 +379,20 @@ def _deep_field(raw: str) -> str:
 _ENCODER_KEYS = {"numerical", "categorical", "mean", "scale", "categories", "positional", "schema"}
 
 
-def _encoder_problem(state: dict[str, Any]) -> str | None:
+def is_column_name(name: Any) -> bool:
+    """Whether an Encoder's saved state holds ``name`` as a column name (a JSON string or
+    number; a name that is None is saved as NaN)."""
+    return isinstance(name, str | int | float) and not isinstance(name, bool)
+
+
+def encoder_problem(state: dict[str, Any]) -> str | None:
     """What is wrong with an Encoder's saved state (``Encoder.to_dict``), or ``None``."""
     if set(state) != _ENCODER_KEYS:
         return f"must hold exactly the keys {sorted(_ENCODER_KEYS)}; got {sorted(state)}"
     numerical, categorical = state["numerical"], state["categorical"]
     for name in ("numerical", "categorical"):
         names = state[name]
-        if not isinstance(names, list) or not all(
-            isinstance(n, str | int | float) and not isinstance(n, bool) for n in names
-        ):
+        if not isinstance(names, list) or not all(map(is_column_name, names)):
             return f"{name} must be a list of column names"
     if len({*map(repr, numerical), *map(repr, categorical)}) != len(numerical) + len(categorical):
         return "names a column twice"

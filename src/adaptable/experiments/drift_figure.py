@@ -93,6 +93,7 @@ def plot_drift_report(
     # score of four rows says little, and its band would promise more
     counted = report.get("realised_rows", pd.Series(0.0, index=report.index))
     few = np.cumsum(counted.to_numpy(dtype=float)) < MIN_LABELLED
+    band_label = "band: 2 deviations"  # one legend entry says what every band is
     for who, colour in (("source", "tab:gray"), ("adapter", "tab:blue")):
         name = "unadapted model" if who == "source" else "adapter"
         estimated = report[f"estimated_{who}_so_far"].to_numpy(dtype=float)
@@ -115,12 +116,10 @@ def plot_drift_report(
                     np.clip(100 * (value + sign * 2 * sd).to_numpy(dtype=float), 0.0, 100.0)
                     for sign in (-1, 1)
                 )
-                # one legend entry says what every band is
-                banded = "band: 2 deviations" in performance.get_legend_handles_labels()[1]
                 performance.fill_between(
-                    batch, low, high, color=colour, alpha=0.12, linewidth=0,
-                    label=None if banded else "band: 2 deviations",
-                )  # fmt: skip
+                    batch, low, high, color=colour, alpha=0.12, linewidth=0, label=band_label
+                )
+                band_label = None
         if np.isfinite(realised).any():
             performance.plot(
                 batch, 100 * realised, "-", color=colour, label=f"{name}, realised on labelled rows"
