@@ -57,3 +57,20 @@ def load_context(
     arrays = {k: np.asarray(v) for k, v in state.arrays.items() if np.asarray(v).size}
     reader = StateReader("memory", json.dumps(metadata), arrays, (FORMAT,))
     return LoadContext(reader, params, len(prior), prior, encoder)
+
+
+def unadapted_record(proba: np.ndarray, **extra) -> dict:
+    """``DriftLog.record`` arguments of a batch the unadapted model decided (its argmax),
+    with the posteriors believed, the model's and the output all ``proba`` (rows, 2), a
+    uniform target prior and the moment test's threshold 3; ``extra`` adds or overrides."""
+    return dict(
+        rows=len(proba),
+        predictions=proba.argmax(axis=1),
+        posteriors=proba,
+        source_proba=proba,
+        output=proba,
+        rule="source",
+        target_prior=np.array([0.5, 0.5]),
+        shift_threshold=3.0,
+        **extra,
+    )

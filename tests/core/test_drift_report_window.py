@@ -12,6 +12,8 @@ import pytest
 
 from adaptable.core.drift_report import REPORT_BATCHES, DriftLog
 
+from .conftest import unadapted_record
+
 HELDOUT = (np.log(np.array([[0.8, 0.2], [0.3, 0.7], [0.6, 0.4], [0.1, 0.9]] * 5)),
            np.array([0, 1, 0, 1] * 5))  # fmt: skip
 
@@ -24,17 +26,10 @@ def _batches(n: int, seed: int = 0) -> list[dict]:
         rows = int(rng.integers(2, 6))
         proba = rng.dirichlet(np.ones(2), size=rows)
         out.append(
-            dict(
-                rows=rows,
-                predictions=proba.argmax(axis=1),
-                posteriors=proba,
-                source_proba=proba,
-                output=proba,
-                rule="source",
-                target_prior=np.array([0.5, 0.5]),
+            unadapted_record(
+                proba,
                 prior_total=50.0,
                 shift_statistic=float(rng.normal()),
-                shift_threshold=3.0,
                 logits=np.log(proba),
             )
         )

@@ -16,6 +16,8 @@ from adaptable.core.heldout_estimate import (
 )
 from adaptable.core.probability import normalize
 
+from .conftest import unadapted_record
+
 
 def test_soft_confusion_is_the_mean_predicted_probability_per_true_class() -> None:
     proba = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8], [0.3, 0.7]])
@@ -107,17 +109,7 @@ def _streamed_log(rng, prior_1: float, batches: int, batch: int = 400) -> tuple:
     ys, predictions = [], []
     for _ in range(batches):
         proba, y = _gaussian_classes(rng, prior_1, batch)
-        log.record(
-            rows=batch,
-            predictions=proba.argmax(axis=1),
-            posteriors=proba,
-            source_proba=proba,
-            output=proba,
-            rule="source",
-            target_prior=np.array([0.5, 0.5]),
-            shift_statistic=0.0,
-            shift_threshold=3.0,
-        )
+        log.record(**unadapted_record(proba, shift_statistic=0.0))
         ys.append(y)
         predictions.append(proba.argmax(axis=1))
     return log, np.concatenate(ys), np.concatenate(predictions)
