@@ -123,3 +123,52 @@ def scipy_norm_cdf(x: float) -> float:
     from scipy.stats import norm
 
     return float(norm.cdf(x))
+
+
+@pytest.fixture(scope="module")
+def trial(benchmark_script):
+    return benchmark_script("multiclass_trial")
+
+
+def test_the_multiclass_trial_streams_hold_what_each_shift_says(trial) -> None:
+    X, y = trial.load("digits")
+    classes = np.unique(y)
+    for shift in trial.SHIFTS:
+        X_train, y_train, X_valid, y_valid, X_target, y_target = trial.splits(X, y, shift, 0)
+        assert len(X_target) == len(y_target) > 64
+        assert set(np.unique(y_train)) == set(classes)  # the source knows every class
+        if shift == "absent":
+            assert len(np.unique(y_target)) == len(classes) // 2
+        if shift == "covariate":
+            feature = trial.most_informative_split(X, y)
+            assert X_train[:, feature].max() <= X_target[:, feature].min()
+    # the label shift draws rows without replacement: no row twice
+    *_, X_target, _ = trial.splits(X, y, "label_shift", 0)
+    assert len(np.unique(X_target, axis=0)) == len(X_target)
+
+
+def test_the_multiclass_trial_hands_back_labels_only_of_rows_already_predicted(trial) -> None:
+    class Recorder:
+        """An adapter stand-in that records what the stream hands it."""
+
+        def __init__(self) -> None:
+            self.predicted, self.labelled = 0, []
+
+        def reset(self) -> None:
+            self.predicted, self.labelled = 0, []
+
+        def predict(self, X):
+            self.predicted += len(X)
+            return np.zeros(len(X), dtype=int)
+
+        def partial_fit(self, X, y, rows):
+            assert rows.max() < self.predicted - 10 * trial.BATCH + trial.BATCH
+            self.labelled.extend(rows.tolist())
+
+    recorder = Recorder()
+    y = np.arange(64 * 30) % 3
+    X = np.zeros((len(y), 2))
+    predictions = trial.stream(recorder, X, y, (0.2, 10), seed=0)
+    assert len(predictions) == len(y)
+    assert recorder.labelled and max(recorder.labelled) < 64 * 20  # 10 batches late
+    assert 0.1 < len(recorder.labelled) / (64 * 20) < 0.3

@@ -1,0 +1,232 @@
+"""Multi-class streams the project's benchmark does not hold: is the default adapter safe there,
+with and without late labels?
+
+The benchmark's cases are nearly all binary (CMC has three classes). This trial needs no raw
+file: it builds its streams from scikit-learn's bundled digits (10 classes) and from
+``make_classification`` sets (5 balanced classes; 6 imbalanced ones), trains a logistic
+regression, a histogram gradient-boosting model and a small MLP on each source, and streams the
+target in batches of 64 through the unadapted model and ``AdapTable()``:
+
+- ``none``: target rows from the source distribution;
+- ``label_shift``: the target resampled (without replacement) to Dirichlet(1) class shares;
+- ``absent``: the target restricted to half of the classes, the other half never occurring;
+- ``covariate``: source and target split at the median of the feature whose split moves the
+  class mix most (p(x) and the class mix both move).
+
+Each stream runs without labels, with 5 % of each batch's labels arriving 10 batches late, and
+with 20 % at once (``partial_fit`` by row id). Macro-F1 is scikit-learn's default (the classes
+of the truth and the predictions together), so a single row predicted into a class the stream
+never holds adds a class whose F1 is 0; ``present`` is the macro-F1 over the classes the stream
+holds, which does not count that.
+
+Usage::
+
+    python benchmarks/multiclass_trial.py     # 3 data sets x 4 shifts x 3 models x 3 seeds
+    python benchmarks/multiclass_trial.py --datasets digits --seeds 0 --objective accuracy
+
+Prints a table of mean / worst gain over the unadapted model per data set, shift and setting,
+then every case that loses more than 0.5 macro-F1 points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+BATCH = 64
+SETTINGS = {"no labels": None, "5 % late 10": (0.05, 10), "20 % at once": (0.20, 0)}
+DATASETS = ("digits", "synth5", "synth6_imbalanced")
+SHIFTS = ("none", "label_shift", "absent", "covariate")
+MODELS = ("logreg", "hgb", "mlp")
+
+
+def load(name: str) -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits, make_classification
+
+    if name == "digits":
+        X, y = load_digits(return_X_y=True)
+        return X.astype(np.float64), y
+    if name == "synth5":
+        return make_classification(
+            20_000, 20, n_informative=8, n_redundant=4, n_classes=5, n_clusters_per_class=2,
+            flip_y=0.02, random_state=123,
+        )  # fmt: skip
+    if name == "synth6_imbalanced":
+        return make_classification(
+            20_000, 15, n_informative=6, n_redundant=3, n_classes=6, n_clusters_per_class=1,
+            weights=[0.4, 0.25, 0.15, 0.1, 0.06, 0.04], flip_y=0.02, random_state=321,
+        )  # fmt: skip
+    raise KeyError(name)
+
+
+def model_of(name: str, seed: int) -> Any:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if name == "logreg":
+        return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    if name == "hgb":
+        return HistGradientBoostingClassifier(max_iter=200, random_state=seed)
+    return make_pipeline(
+        StandardScaler(), MLPClassifier((32,), max_iter=400, early_stopping=True, random_state=seed)
+    )
+
+
+def splits(X: np.ndarray, y: np.ndarray, shift: str, seed: int) -> tuple[np.ndarray, ...]:
+    """(X_train, y_train, X_valid, y_valid, X_target, y_target) for one shift."""
+    from sklearn.model_selection import train_test_split
+
+    rng = np.random.default_rng(seed)
+    if shift == "covariate":
+        feature = most_informative_split(X, y)
+        low = X[:, feature] <= np.median(X[:, feature])
+        Xs, ys, Xt, yt = X[low], y[low], X[~low], y[~low]
+        Xtr, Xva, ytr, yva = train_test_split(Xs, ys, train_size=0.7, random_state=seed)
+        order = rng.permutation(len(yt))
+        return Xtr, ytr, Xva, yva, Xt[order], yt[order]
+    Xtr, rest, ytr, yrest = train_test_split(X, y, train_size=0.5, stratify=y, random_state=seed)
+    Xva, Xp, yva, yp = train_test_split(
+        rest, yrest, train_size=0.3, stratify=yrest, random_state=seed
+    )
+    classes = np.unique(y)
+    if shift == "none":
+        keep = rng.permutation(len(yp))
+    elif shift == "absent":
+        present = rng.choice(classes, size=len(classes) // 2, replace=False)
+        keep = rng.permutation(np.flatnonzero(np.isin(yp, present)))
+    else:  # label shift: Dirichlet(1) shares, drawn without replacement from the pool
+        shares = rng.dirichlet(np.ones(len(classes)))
+        available = np.bincount(yp, minlength=len(classes))
+        n = int(min(available / np.maximum(shares, 1e-9)).clip(max=len(yp)))
+        counts = np.minimum(np.floor(shares * n).astype(int), available)
+        drawn = [
+            rng.choice(np.flatnonzero(yp == c), k, replace=False)
+            for c, k in zip(classes, counts, strict=True)
+        ]
+        keep = rng.permutation(np.concatenate(drawn))
+    return Xtr, ytr, Xva, yva, Xp[keep], yp[keep]
+
+
+def most_informative_split(X: np.ndarray, y: np.ndarray) -> int:
+    """The feature whose median split moves the class mix most (total variation)."""
+    classes = np.unique(y)
+    best, best_distance = 0, -1.0
+    for j in range(X.shape[1]):
+        low = X[:, j] <= np.median(X[:, j])
+        if min(low.mean(), 1 - low.mean()) < 0.3:
+            continue
+        mix = [np.array([(y[part] == c).mean() for c in classes]) for part in (low, ~low)]
+        distance = 0.5 * np.abs(mix[0] - mix[1]).sum()
+        if distance > best_distance:
+            best, best_distance = j, distance
+    return best
+
+
+def stream(
+    adapter: Any, X: np.ndarray, y: np.ndarray, feedback: tuple | None, seed: int
+) -> np.ndarray:
+    """The adapter's predictions batch by batch; with ``feedback`` (share, delay), after each
+    batch t the labels of a random share of batch t - delay's rows, by row id."""
+    adapter.reset()
+    rng = np.random.default_rng(seed + 555)
+    starts = range(0, len(y), BATCH)
+    predictions = []
+    for t, start in enumerate(starts):
+        predictions.append(adapter.predict(X[start : start + BATCH]))
+        if feedback is None or t < feedback[1]:
+            continue
+        first = (t - feedback[1]) * BATCH
+        size = len(y[first : first + BATCH])
+        rows = first + np.flatnonzero(rng.random(size) < feedback[0])
+        if len(rows):
+            adapter.partial_fit(X[rows], y[rows], rows=rows)
+    return np.concatenate(predictions)
+
+
+def scores(y: np.ndarray, predictions: np.ndarray) -> tuple[float, float]:
+    from sklearn.metrics import f1_score
+
+    return (
+        100 * f1_score(y, predictions, average="macro"),
+        100 * f1_score(y, predictions, average="macro", labels=np.unique(y)),
+    )
+
+
+def run_case(case: tuple[str, str, str, int, str]) -> list[dict[str, Any]]:
+    from adaptable import AdapTable
+
+    dataset, shift, model_name, seed, objective = case
+    warnings.simplefilter("ignore")
+    X, y = load(dataset)
+    Xtr, ytr, Xva, yva, Xt, yt = splits(X, y, shift, seed)
+    model = model_of(model_name, seed).fit(Xtr, ytr)
+    adapter = AdapTable(random_state=0, objective=objective).fit(model, Xtr, ytr, Xva, yva)
+    source_f1, source_present = scores(yt, model.predict(Xt))
+    rows = []
+    for setting, feedback in SETTINGS.items():
+        f1, present = scores(yt, stream(adapter, Xt, yt, feedback, seed))
+        rows.append(
+            {
+                "dataset": dataset, "shift": shift, "model": model_name, "seed": seed,
+                "rows": len(yt), "setting": setting, "source": source_f1,
+                "gain": f1 - source_f1, "gain_present": present - source_present,
+            }
+        )  # fmt: skip
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+    parser.add_argument("--shifts", nargs="+", default=list(SHIFTS), choices=SHIFTS)
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--objective", default="macro_f1")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    cases = [
+        (d, s, m, seed, args.objective)
+        for d in args.datasets for s in args.shifts for m in args.models for seed in args.seeds
+    ]  # fmt: skip
+    started = time.perf_counter()
+    with ProcessPoolExecutor(args.workers) as pool:
+        frame = pd.DataFrame([row for rows in pool.map(run_case, cases) for row in rows])
+    print(f"### Macro-F1 gain over the unadapted model (objective {args.objective}), points\n")
+    header = " | ".join(f"{s}: mean / worst (present classes)" for s in SETTINGS)
+    lines = [f"| data set | shift | cases | {header} |"]
+    lines.append("|---" * (3 + len(SETTINGS)) + "|")
+    for (dataset, shift), group in frame.groupby(["dataset", "shift"], sort=False):
+        cells = []
+        for setting in SETTINGS:
+            part = group[group.setting == setting]
+            cells.append(
+                f"{part.gain.mean():+.2f} / {part.gain.min():+.2f} "
+                f"({part.gain_present.mean():+.2f} / {part.gain_present.min():+.2f})"
+            )
+        cases = len(group) // len(SETTINGS)
+        lines.append(f"| {dataset} | {shift} | {cases} | " + " | ".join(cells) + " |")
+    print("\n".join(lines))
+    losses = frame[frame.gain < -0.5].sort_values("gain")
+    print(f"\n### Cases losing more than 0.5 macro-F1 points: {len(losses)} of {len(frame)}\n")
+    columns = ["dataset", "shift", "model", "seed", "rows", "setting", "source", "gain"]
+    for row in losses[columns].itertuples(index=False):
+        print(
+            f"- {row.dataset} {row.shift} {row.model} seed {row.seed} ({row.rows} rows), "
+            f"{row.setting}: {row.gain:+.2f} (unadapted {row.source:.1f})"
+        )
+    print(f"\nwall time {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
