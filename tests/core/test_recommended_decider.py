@@ -650,3 +650,31 @@ def test_the_balanced_rule_is_a_candidate_by_the_held_out_evidence(synthetic, fr
     assert not decider.balanced_is_candidate(covariate=False)
     decider.rule = RuleChoice(beta=0.0, source_score=0.7, balanced_score=0.7, evidence=1.0)
     assert not decider.balanced_is_candidate(covariate=True)  # a tie on the held-out rows
+
+
+def test_a_multiclass_label_shift_sends_no_more_rows_to_absent_classes_than_the_model() -> None:
+    # five classes at the source, two of them in the stream: the label-shift estimate keeps a
+    # few rows' worth of each absent class, and a boost of rare classes for macro-F1 sent rows
+    # there, each of which adds a class scored 0 to scikit-learn's macro-F1
+    rng = np.random.default_rng(0)
+    centres = rng.normal(scale=1.6, size=(5, 6))
+
+    def rows(labels: np.ndarray) -> np.ndarray:
+        return centres[labels] + rng.normal(size=(len(labels), 6))
+
+    y_train, y_valid = rng.integers(0, 5, 3000), rng.integers(0, 5, 1000)
+    X_train, X_valid = rows(y_train), rows(y_valid)
+    model = LogisticRegression(max_iter=1000).fit(X_train, y_train)
+    y_stream = rng.choice([1, 3], 320)
+    X_stream = rows(y_stream)
+    adapter = AdapTable(random_state=0).fit(model, X_train, y_train, X_valid, y_valid)
+    predictions = np.concatenate(
+        [adapter.predict(X_stream[i : i + 64]) for i in range(0, len(y_stream), 64)]
+    )
+    assert adapter.state.decision_rule == "label_shift"
+    absent = [0, 2, 4]
+    unadapted = model.predict(X_stream)
+    assert np.isin(predictions, absent).sum() <= np.isin(unadapted, absent).sum()
+    assert f1_score(y_stream, predictions, average="macro") >= f1_score(
+        y_stream, unadapted, average="macro"
+    )

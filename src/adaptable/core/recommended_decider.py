@@ -38,6 +38,7 @@ from adaptable.core.decision import (
     between_weights,
     choose_rule,
     expected_confusion,
+    label_shift_weights,
     plugin_weights,
     score,
 )
@@ -257,7 +258,7 @@ class RecommendedDecider(LabelledRows, Decider):
         target = self.prior_estimate.prior.copy()
         if label_shift:
             posteriors = self.prior_estimate.target_posteriors(calibrated)
-            weights = plugin_weights(self.prior_estimate.target_posteriors(), self.objective)
+            weights = label_shift_weights(self.prior_estimate.target_posteriors(), self.objective)
             rule = "label_shift"
         else:
             posteriors = proba
