@@ -162,7 +162,7 @@ def test_the_multiclass_trial_hands_back_labels_only_of_rows_already_predicted(t
             return np.zeros(len(X), dtype=int)
 
         def partial_fit(self, X, y, rows):
-            assert rows.max() < self.predicted - 10 * trial.BATCH + trial.BATCH
+            assert rows.max() < self.predicted - 10 * trial.BATCH  # rows 10 batches back
             self.labelled.extend(rows.tolist())
 
     recorder = Recorder()

@@ -90,21 +90,22 @@ def test_plugin_weights_for_accuracy_balanced_accuracy_and_multiclass() -> None:
 def test_label_shift_weights_are_the_bayes_rule_for_multiclass_macro_f1_only() -> None:
     rng = np.random.default_rng(3)
     three = rng.dirichlet([4.0, 4.0, 0.2], 300)  # the last class rare in these posteriors
-    np.testing.assert_array_equal(label_shift_weights(three, "macro_f1"), np.ones(3))
+    np.testing.assert_array_equal(label_shift_weights(three, "macro_f1", 3), np.ones(3))
     # the plug-in family would boost the rare class and send rows to it
     boosted = (three * plugin_weights(three, "macro_f1")).argmax(axis=1)
-    decided = (three * label_shift_weights(three, "macro_f1")).argmax(axis=1)
+    decided = (three * label_shift_weights(three, "macro_f1", 3)).argmax(axis=1)
     assert (boosted == 2).sum() > (decided == 2).sum()
     np.testing.assert_array_equal(decided, three.argmax(axis=1))
     # every other case is the plug-in decision
     np.testing.assert_allclose(
-        label_shift_weights(three, "balanced_accuracy"), plugin_weights(three, "balanced_accuracy")
+        label_shift_weights(three, "balanced_accuracy", 3),
+        plugin_weights(three, "balanced_accuracy"),
     )
     two = rng.dirichlet([1.0, 3.0], 300)
     np.testing.assert_allclose(
-        label_shift_weights(two, "macro_f1"), plugin_weights(two, "macro_f1")
+        label_shift_weights(two, "macro_f1", 2), plugin_weights(two, "macro_f1")
     )
-    assert label_shift_weights(two, "macro_f1")[0] != 1.0
+    assert label_shift_weights(two, "macro_f1", 2)[0] != 1.0
 
 
 @pytest.mark.parametrize(

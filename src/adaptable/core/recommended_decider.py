@@ -258,7 +258,9 @@ class RecommendedDecider(LabelledRows, Decider):
         target = self.prior_estimate.prior.copy()
         if label_shift:
             posteriors = self.prior_estimate.target_posteriors(calibrated)
-            weights = label_shift_weights(self.prior_estimate.target_posteriors(), self.objective)
+            weights = label_shift_weights(
+                self.prior_estimate.target_posteriors, self.objective, len(self.source_prior_)
+            )
             rule = "label_shift"
         else:
             posteriors = proba

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from adaptable.core.deciders import CalibratedBatch, Decision
-from adaptable.core.decision import plugin_weights
+from adaptable.core.decision import label_shift_weights, plugin_weights
 from adaptable.core.drift_report import DriftLog
 from adaptable.core.feedback import (
     LabelledFeedback,
@@ -200,7 +200,9 @@ class LabelledRows:
         rules = standard_rules(
             source,
             target,
-            lambda: plugin_weights(estimate.target_posteriors(prior=target), self.objective),
+            lambda: label_shift_weights(
+                lambda: estimate.target_posteriors(prior=target), self.objective, len(source)
+            ),
             lambda: plugin_weights(reservoir, self.objective),
         )
         no_shift = np.zeros(len(source))
