@@ -653,22 +653,29 @@ def test_the_balanced_rule_is_a_candidate_by_the_held_out_evidence(synthetic, fr
     assert not decider.balanced_is_candidate(covariate=True)  # a tie on the held-out rows
 
 
-def test_a_multiclass_label_shift_sends_no_more_rows_to_absent_classes_than_the_model() -> None:
-    # five classes at the source, two of them in the stream: the label-shift estimate keeps a
-    # few rows' worth of each absent class, and a boost of rare classes for macro-F1 sent rows
-    # there, each of which adds a class scored 0 to scikit-learn's macro-F1
-    rng = np.random.default_rng(0)
+def _five_class_source(seed: int, n_train: int, n_valid: int):
+    """A 5-class Gaussian source, a logistic regression on it and the default adapter fitted
+    on the same rows; with the generator and the row maker for the stream."""
+    rng = np.random.default_rng(seed)
     centres = rng.normal(scale=1.6, size=(5, 6))
 
     def rows(labels: np.ndarray) -> np.ndarray:
         return centres[labels] + rng.normal(size=(len(labels), 6))
 
-    y_train, y_valid = rng.integers(0, 5, 3000), rng.integers(0, 5, 1000)
+    y_train, y_valid = rng.integers(0, 5, n_train), rng.integers(0, 5, n_valid)
     X_train, X_valid = rows(y_train), rows(y_valid)
     model = LogisticRegression(max_iter=1000).fit(X_train, y_train)
+    adapter = AdapTable(random_state=0).fit(model, X_train, y_train, X_valid, y_valid)
+    return rng, rows, model, adapter
+
+
+def test_a_multiclass_label_shift_sends_no_more_rows_to_absent_classes_than_the_model() -> None:
+    # five classes at the source, two of them in the stream: the label-shift estimate keeps a
+    # few rows' worth of each absent class, and a boost of rare classes for macro-F1 sent rows
+    # there, each of which adds a class scored 0 to scikit-learn's macro-F1
+    rng, rows, model, adapter = _five_class_source(0, 3000, 1000)
     y_stream = rng.choice([1, 3], 320)
     X_stream = rows(y_stream)
-    adapter = AdapTable(random_state=0).fit(model, X_train, y_train, X_valid, y_valid)
     predictions = np.concatenate(
         [adapter.predict(X_stream[i : i + 64]) for i in range(0, len(y_stream), 64)]
     )
@@ -685,15 +692,7 @@ def test_a_multiclass_label_shift_sends_no_more_rows_to_absent_classes_than_the_
 def test_the_labelled_rows_label_shift_candidate_has_no_rare_class_boost_on_many_classes() -> None:
     # with labels back, the rules the labelled rows choose among: their label-shift rule is
     # the plain re-weighting log(p_t / p_s) on five classes (the boost of rare classes went)
-    rng = np.random.default_rng(1)
-    centres = rng.normal(scale=1.6, size=(5, 6))
-
-    def rows(labels: np.ndarray) -> np.ndarray:
-        return centres[labels] + rng.normal(size=(len(labels), 6))
-
-    y_train, y_valid = rng.integers(0, 5, 2000), rng.integers(0, 5, 600)
-    model = LogisticRegression(max_iter=1000).fit(rows(y_train), y_train)
-    adapter = AdapTable(random_state=0).fit(model, rows(y_train), y_train, rows(y_valid), y_valid)
+    rng, rows, _, adapter = _five_class_source(1, 2000, 600)
     feedback = adapter.decider_.feedback
     seen: list = []
     original = feedback.decide
