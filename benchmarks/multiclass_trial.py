@@ -41,6 +41,7 @@ import argparse  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -141,21 +142,25 @@ def most_informative_split(X: np.ndarray, y: np.ndarray) -> int:
 def stream(
     adapter: Any, X: np.ndarray, y: np.ndarray, feedback: tuple | None, seed: int
 ) -> np.ndarray:
-    """The adapter's predictions batch by batch; with ``feedback`` (share, delay), after each
-    batch t the labels of a random share of batch t - delay's rows, by row id."""
+    """The adapter's predictions batch by batch; with ``feedback`` (share, delay), the labels
+    of a random share of each batch's rows, ``delay`` batches later, by row id: the runner's
+    protocol (:class:`adaptable.experiments.runner.LateLabels`)."""
+    from adaptable.experiments.runner import LateLabels
+
     adapter.reset()
-    rng = np.random.default_rng(seed + 555)
-    starts = range(0, len(y), BATCH)
+    labels = None
+    if feedback is not None:
+        protocol = SimpleNamespace(
+            method="adaptable", feedback_share=feedback[0], feedback_delay=feedback[1], seed=seed
+        )
+        labels = LateLabels(protocol, adapter)
     predictions = []
-    for t, start in enumerate(starts):
+    for start in range(0, len(y), BATCH):
+        if labels is not None:
+            labels.deliver()
         predictions.append(adapter.predict(X[start : start + BATCH]))
-        if feedback is None or t < feedback[1]:
-            continue
-        first = (t - feedback[1]) * BATCH
-        size = len(y[first : first + BATCH])
-        rows = first + np.flatnonzero(rng.random(size) < feedback[0])
-        if len(rows):
-            adapter.partial_fit(X[rows], y[rows], rows=rows)
+        if labels is not None:
+            labels.reveal(X[start : start + BATCH], y[start : start + BATCH])
     return np.concatenate(predictions)
 
 
