@@ -50,16 +50,31 @@ import pandas as pd  # noqa: E402
 BATCH = 64
 SETTINGS = {"no labels": None, "5 % late 10": (0.05, 10), "20 % at once": (0.20, 0)}
 DATASETS = ("digits", "synth5", "synth6_imbalanced")
+#: data sets kept out of the default run: a check of a change chosen on the default ones
+CONFIRMATION = ("wine", "synth4_skewed", "synth8")
 SHIFTS = ("none", "label_shift", "absent", "covariate")
 MODELS = ("logreg", "hgb", "mlp")
 
 
 def load(name: str) -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_digits, make_classification
+    from sklearn.datasets import load_digits, load_wine, make_classification
 
     if name == "digits":
         X, y = load_digits(return_X_y=True)
         return X.astype(np.float64), y
+    if name == "wine":
+        X, y = load_wine(return_X_y=True)
+        return X.astype(np.float64), y
+    if name == "synth4_skewed":
+        return make_classification(
+            12_000, 12, n_informative=5, n_redundant=2, n_classes=4, n_clusters_per_class=2,
+            weights=[0.55, 0.3, 0.1, 0.05], flip_y=0.03, random_state=777,
+        )  # fmt: skip
+    if name == "synth8":
+        return make_classification(
+            20_000, 24, n_informative=10, n_redundant=4, n_classes=8, n_clusters_per_class=1,
+            flip_y=0.01, random_state=2024,
+        )  # fmt: skip
     if name == "synth5":
         return make_classification(
             20_000, 20, n_informative=8, n_redundant=4, n_classes=5, n_clusters_per_class=2,
@@ -206,7 +221,9 @@ def run_case(case: tuple[str, str, str, int, str, str]) -> list[dict[str, Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+    parser.add_argument(
+        "--datasets", nargs="+", default=list(DATASETS), choices=DATASETS + CONFIRMATION
+    )
     parser.add_argument("--shifts", nargs="+", default=list(SHIFTS), choices=SHIFTS)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])

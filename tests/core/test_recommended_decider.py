@@ -653,9 +653,10 @@ def test_the_balanced_rule_is_a_candidate_by_the_held_out_evidence(synthetic, fr
     assert not decider.balanced_is_candidate(covariate=True)  # a tie on the held-out rows
 
 
-def _five_class_source(seed: int, n_train: int, n_valid: int):
+def _five_class_source(seed: int, n_train: int, n_valid: int, objective: str = "macro_f1"):
     """A 5-class Gaussian source, a logistic regression on it and the default adapter fitted
-    on the same rows; with the generator and the row maker for the stream."""
+    on the same rows (for ``objective``); with the generator and the row maker for the
+    stream."""
     rng = np.random.default_rng(seed)
     centres = rng.normal(scale=1.6, size=(5, 6))
 
@@ -665,7 +666,9 @@ def _five_class_source(seed: int, n_train: int, n_valid: int):
     y_train, y_valid = rng.integers(0, 5, n_train), rng.integers(0, 5, n_valid)
     X_train, X_valid = rows(y_train), rows(y_valid)
     model = LogisticRegression(max_iter=1000).fit(X_train, y_train)
-    adapter = AdapTable(random_state=0).fit(model, X_train, y_train, X_valid, y_valid)
+    adapter = AdapTable(random_state=0, objective=objective).fit(
+        model, X_train, y_train, X_valid, y_valid
+    )
     return rng, rows, model, adapter
 
 
@@ -712,3 +715,50 @@ def test_the_labelled_rows_label_shift_candidate_has_no_rare_class_boost_on_many
     label_shift = resolved(next(rule for rule in rules if rule.name == "label_shift"))
     source = adapter.decider_.source_prior_
     np.testing.assert_allclose(label_shift.offset, np.log(target / source))
+
+
+@pytest.mark.filterwarnings("ignore:y_pred contains classes not in y_true")
+def test_balanced_accuracy_stops_boosting_classes_a_label_shifted_stream_never_holds() -> None:
+    # two of five classes in the stream: balanced accuracy's weights 1 / mean(q) cancel the
+    # share the estimate gives each class, so without the chance that a class occurs at all
+    # the decision is the balanced rule p / p_s and keeps sending rows to the absent three
+    from sklearn.metrics import balanced_accuracy_score
+
+    rng, rows, model, adapter = _five_class_source(0, 3000, 1000, "balanced_accuracy")
+    y_stream = rng.choice([1, 3], 640)
+    X_stream = rows(y_stream)
+
+    def stream() -> np.ndarray:
+        adapter.reset()
+        return np.concatenate(
+            [adapter.predict(X_stream[i : i + 64]) for i in range(0, len(y_stream), 64)]
+        )
+
+    predictions = stream()
+    assert adapter.state.decision_rule == "label_shift"
+    chances = adapter.decider_.class_presence()
+    assert chances[[1, 3]].min() > 0.99 and chances[[0, 2, 4]].max() < 0.5
+    decider = type(adapter.decider_)
+    original = decider.class_presence
+    decider.class_presence = lambda self: np.ones(5)
+    try:
+        without = stream()
+    finally:
+        decider.class_presence = original
+    absent = [0, 2, 4]
+    assert np.isin(predictions, absent).sum() < 0.5 * np.isin(without, absent).sum()
+    score = balanced_accuracy_score(y_stream, predictions)
+    assert score > balanced_accuracy_score(y_stream, without)
+    assert score >= balanced_accuracy_score(y_stream, model.predict(X_stream))
+
+
+def test_a_class_among_the_labelled_rows_occurs_whatever_the_posteriors_say() -> None:
+    rng, rows, _, adapter = _five_class_source(2, 2000, 600, "balanced_accuracy")
+    y_stream = rng.choice([1, 3], 320)
+    X_stream = rows(y_stream)
+    adapter.predict(X_stream[:256])
+    assert adapter.decider_.class_presence()[0] < 0.5
+    labels = y_stream[:40].copy()
+    labels[0] = 0  # one labelled row of class 0
+    adapter.partial_fit(X_stream[:40], labels, rows=np.arange(40))
+    assert adapter.decider_.class_presence()[0] == 1.0

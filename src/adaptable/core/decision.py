@@ -317,11 +317,16 @@ def plugin_weights(posteriors: np.ndarray, objective: str) -> np.ndarray:
 
 
 def label_shift_weights(
-    posteriors: np.ndarray | Callable[[], np.ndarray], objective: str, n_classes: int
+    posteriors: np.ndarray | Callable[[], np.ndarray],
+    objective: str,
+    n_classes: int,
+    presence: Callable[[], np.ndarray] | None = None,
 ) -> np.ndarray:
     """The class weights of label-shift correction: :func:`plugin_weights` over the posteriors
-    re-weighted to an estimated target label distribution, except for macro-F1 on more than two
-    classes, where every weight is 1 (argmax of those posteriors).
+    re-weighted to an estimated target label distribution, except on more than two classes for
+    macro-F1, where every weight is 1 (argmax of those posteriors), and for balanced accuracy,
+    where the weight 1 / mean(q) of each class is multiplied by the chance that the stream
+    holds it at all (``presence``, :mod:`adaptable.core.class_presence`).
 
     There the family v = 1 / pi^beta boosts the classes the estimate holds to be rare. The
     estimate keeps a few rows' worth of every class (its prior counts), also of a class the
@@ -332,11 +337,17 @@ def label_shift_weights(
     (docs/results/multiclass.md). Over the model's own posteriors (the plug-in rule) the family
     stays: there it corrects a model that under-predicts its minority classes.
 
+    Balanced accuracy's weights 1 / mean(q) cancel the share the estimate gives a class (the
+    decision is the balanced rule p(y|x) / p_s(y) whatever positive share it is), so they boost
+    a class the stream never holds as much as one it does; the presence factor stops that.
+
     Args:
         posteriors: the re-weighted posteriors, (n, C), or a function that gives them (called
             only where they are read: not for multi-class macro-F1).
         objective: one of :data:`OBJECTIVES`.
         n_classes: C.
+        presence: a function giving each class's chance of occurring in the stream, (C,),
+            called only for balanced accuracy on more than two classes; ``None``: no factor.
 
     Example:
         >>> q = np.array([[0.6, 0.3, 0.1], [0.2, 0.7, 0.1], [0.5, 0.45, 0.05]])
@@ -345,7 +356,11 @@ def label_shift_weights(
     """
     if objective == "macro_f1" and n_classes > 2:
         return np.ones(n_classes)
-    return plugin_weights(posteriors() if callable(posteriors) else posteriors, objective)
+    q = posteriors() if callable(posteriors) else posteriors
+    weights = plugin_weights(q, objective)
+    if objective == "balanced_accuracy" and n_classes > 2 and presence is not None:
+        weights = weights * presence()
+    return weights
 
 
 def macro_f1_threshold(q1: np.ndarray) -> float:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -47,6 +48,7 @@ class LabelledRows:
     objective: str
     feedback: LabelledFeedback
     drift_log: DriftLog
+    class_presence: Callable[[], np.ndarray]
 
     #: the labelled-rows settings (see :class:`~adaptable.core.feedback.LabelledFeedback`):
     #: what the held-out rows and the stream's posteriors are worth in labelled rows, the
@@ -201,7 +203,10 @@ class LabelledRows:
             source,
             target,
             lambda: label_shift_weights(
-                lambda: estimate.target_posteriors(prior=target), self.objective, len(source)
+                lambda: estimate.target_posteriors(prior=target),
+                self.objective,
+                len(source),
+                presence=self.class_presence,
             ),
             lambda: plugin_weights(reservoir, self.objective),
         )
