@@ -172,3 +172,14 @@ def test_the_multiclass_trial_hands_back_labels_only_of_rows_already_predicted(t
     assert len(predictions) == len(y)
     assert recorder.labelled and max(recorder.labelled) < 64 * 20  # 10 batches late
     assert 0.1 < len(recorder.labelled) / (64 * 20) < 0.3
+
+
+def test_the_multiclass_trial_confirmation_sets_are_outside_its_default_run(trial) -> None:
+    assert not set(trial.CONFIRMATION) & set(trial.DATASETS)
+    classes = {"wine": 3, "synth4_skewed": 4, "synth8": 8}
+    for name in trial.CONFIRMATION:
+        X, y = trial.load(name)
+        assert len(X) == len(y) and len(np.unique(y)) == classes[name]
+    _, y = trial.load("synth4_skewed")
+    shares = np.bincount(y) / len(y)
+    assert shares[0] > 0.5 and shares[3] < 0.08  # skewed as its weights ask (flip_y aside)
