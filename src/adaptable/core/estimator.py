@@ -111,7 +111,8 @@ class AdapTable(LateLabels, TestTimeMethod):
     Every other argument belongs to one part, which documents it:
     ``objective``, ``shift_test_threshold``, ``prior_strength``, ``label_shift_level``,
     ``rule_evidence``, ``covariate_rule_evidence``, ``fallback``, ``stream_check``,
-    ``report_batches``: :class:`~adaptable.core.recommended_decider.RecommendedDecider`;
+    ``prior_reference``, ``report_batches``:
+    :class:`~adaptable.core.recommended_decider.RecommendedDecider`;
     ``alpha``, ``q_low``, ``q_high``, ``temperature``, ``max_temperature``:
     :class:`~adaptable.core.paper_decider.PaperDecider`; ``adjacency``, ``batch_size``,
     ``hidden``, ``epochs``, ``patience``, ``lr``, ``weight_decay``, ``gamma``, ``cal_weight``,
@@ -158,6 +159,7 @@ class AdapTable(LateLabels, TestTimeMethod):
         covariate_rule_evidence: float = 0.0,
         fallback: str = "argmax",
         stream_check: str = "both",
+        prior_reference: str = "labels",
         report_batches: int | None = REPORT_BATCHES,
         alpha: float = 0.1,
         q_low: float = 0.25,

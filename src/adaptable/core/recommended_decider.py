@@ -59,6 +59,9 @@ if TYPE_CHECKING:
 FALLBACKS = ("argmax", "plugin", "between")
 #: how the stream confirms the balanced rule: the model's reading, or both readings
 STREAM_CHECKS = ("model", "both")
+#: what label-shift correction divides the posteriors by: the source's label shares, or the
+#: model's own mean posterior on the held-out rows
+PRIOR_REFERENCES = ("labels", "model")
 
 
 class RecommendedDecider(LabelledRows, Decider):
@@ -89,6 +92,11 @@ class RecommendedDecider(LabelledRows, Decider):
         stream_check: ``"both"``: the balanced rule's expected objective must be at least
             argmax's under the model's posteriors and under the label-shift reading of the
             stream; ``"model"``: under the model's posteriors alone.
+        prior_reference: what label-shift correction (the estimate, its tests and the
+            re-weighting) divides the posteriors by: ``"labels"``, the source's label shares
+            p_s; ``"model"``, the model's own mean posterior on the held-out rows. The latter
+            keeps a model that misstates its class mix on its own held-out rows from reading
+            that bias as a label shift of the stream (docs/results/multiclass.md).
         report_batches: the drift report keeps the last this many batches (up to a quarter
             more, at least one, between two trims; about 1.2 kB each): the older records are
             forgotten (labels by row id still reach the adapter while the last 65,536 rows'
@@ -127,6 +135,7 @@ class RecommendedDecider(LabelledRows, Decider):
         "covariate_rule_evidence": [Interval(Real, 0, 1, closed="both")],
         "fallback": [StrOptions(FALLBACKS)],
         "stream_check": [StrOptions(STREAM_CHECKS)],
+        "prior_reference": [StrOptions(PRIOR_REFERENCES)],
         "report_batches": [Interval(Integral, 1, None), None],
     }
     # (objects pickled before the report's window kept every batch's record)
@@ -143,6 +152,7 @@ class RecommendedDecider(LabelledRows, Decider):
         covariate_rule_evidence: float = 0.0,
         fallback: str = "argmax",
         stream_check: str = "both",
+        prior_reference: str = "labels",
         report_batches: int | None = REPORT_BATCHES,
     ) -> None:
         self.objective = objective
@@ -153,6 +163,7 @@ class RecommendedDecider(LabelledRows, Decider):
         self.covariate_rule_evidence = covariate_rule_evidence
         self.fallback = fallback
         self.stream_check = stream_check
+        self.prior_reference = prior_reference
         self.report_batches = report_batches
 
     # ------------------------------------------------------------------ fit and stream
@@ -186,17 +197,28 @@ class RecommendedDecider(LabelledRows, Decider):
             context.n_classes,
             seed=context.seed,
         )
-        self.prior_estimate = self._new_prior_estimate(context.seed)
         self.feedback = self._new_feedback(context.seed)
         self.drift_log = self._new_drift_log(context.n_classes)
         self.feedback.fit_heldout(floored_log(softmax(logits)), labels)
+        self.reference_prior_ = self._reference_prior(self.feedback.heldout[0])
+        self.prior_estimate = self._new_prior_estimate(context.seed)
         self.drift_log.use_heldout(*self.feedback.heldout)
         self.reset()
         return self
 
+    def _reference_prior(self, heldout_scores: np.ndarray | None) -> np.ndarray:
+        """What label-shift correction divides the posteriors by, (C,): p_s, or with
+        ``prior_reference="model"`` the model's mean posterior on the held-out rows, from their
+        log-posteriors as the labelled-rows evidence keeps them (so a loaded adapter computes
+        the same; p_s from a file written before they were kept)."""
+        if self.prior_reference == "labels" or heldout_scores is None or not len(heldout_scores):
+            return self.source_prior_
+        mean = np.exp(np.asarray(heldout_scores, dtype=np.float64)).mean(axis=0)
+        return mean / mean.sum()
+
     def _new_prior_estimate(self, seed: int) -> OnlinePriorEstimate:
         return OnlinePriorEstimate(
-            self.source_prior_,
+            self.reference_prior_,
             strength=self.prior_strength,
             seed=seed,
             center=prior_center(self.objective),
@@ -334,7 +356,7 @@ class RecommendedDecider(LabelledRows, Decider):
         lost 2-8 points on such streams, docs/results/multiclass.md)."""
         estimate = self.prior_estimate
         chances = presence(
-            estimate.reservoir_by_class, self.source_prior_, estimate.prior, estimate.n_seen
+            estimate.reservoir_by_class, self.reference_prior_, estimate.prior, estimate.n_seen
         )
         return np.where(self.feedback.reservoir.counts > 0, 1.0, chances)
 
@@ -455,6 +477,11 @@ class RecommendedDecider(LabelledRows, Decider):
 
         # The target-prior estimate: a reservoir of min(n_seen, capacity) probability rows.
         seed = reader.integer("seed", minimum=0)
+        decider.reference_prior_ = decider.source_prior_
+        if decider.prior_reference != "labels" and "feedback.heldout_scores" in reader.arrays:
+            shape = reader.shape("feedback.heldout_scores") or (0, n_classes)
+            scores = reader.tensor("feedback.heldout_scores", (shape[0], n_classes))
+            decider.reference_prior_ = decider._reference_prior(scores)
         estimate = decider._new_prior_estimate(seed)
         n_seen = int(reader.tensor("prior_estimate.n_seen", (1,), "int64")[0])
         kept = min(n_seen, estimate.capacity)

@@ -45,6 +45,7 @@ class LabelledRows:
 
     prior_estimate: OnlinePriorEstimate
     source_prior_: np.ndarray
+    reference_prior_: np.ndarray
     objective: str
     feedback: LabelledFeedback
     drift_log: DriftLog
@@ -156,7 +157,7 @@ class LabelledRows:
         if estimate.n_seen >= 1.25 * n_then or np.abs(estimate.prior - prior_then).max() > 0.01:
             sample = estimate.reservoir_by_class[:, : self.WORTH_ROWS].T
             weight = estimate.n_seen / len(sample)
-            worth = unlabelled_worth(sample, self.source_prior_, estimate.prior, weight)
+            worth = unlabelled_worth(sample, self.reference_prior_, estimate.prior, weight)
             self._worth_cache = (estimate.n_seen, estimate.prior.copy(), worth)
             return worth
         return (worth_then + 1.0) * estimate.n_seen / n_then - 1.0
@@ -196,6 +197,8 @@ class LabelledRows:
         (:meth:`_stream_evidence`). Where they keep today's rule its output is returned as it
         was."""
         source, estimate = self.source_prior_, self.prior_estimate
+        # what label-shift correction divides by (p_s unless prior_reference="model")
+        reference = self.reference_prior_
         unlabelled, target = estimate.prior, post.mean
         reservoir = estimate.reservoir
         # (the plug-in rules' weights, two passes over the reservoir, only where used)
@@ -209,12 +212,13 @@ class LabelledRows:
                 presence=self.class_presence,
             ),
             lambda: plugin_weights(reservoir, self.objective),
+            reference=reference,
         )
         no_shift = np.zeros(len(source))
         today = decision.rule
         anchor = {"source": 0, "balanced": 1}.get(today)
         if anchor is None:
-            offset = np.log(unlabelled / source) if label_shift else no_shift
+            offset = np.log(unlabelled / reference) if label_shift else no_shift
             offset = offset + (0.0 if weights is None else np.log(np.maximum(weights, 1e-12)))
             rules.append(ScoreRule(f"{today} (unlabelled)", offset))
             anchor = len(rules) - 1
@@ -224,7 +228,7 @@ class LabelledRows:
             target_prior=target,
             # the correction is drawn towards label-shift correction at the combined prior
             # (where the labels dropped a misled unlabelled estimate, at theirs alone)
-            base_offset=np.log(target / source) if label_shift else no_shift,
+            base_offset=np.log(target / reference) if label_shift else no_shift,
             # (both read only when the labels' rule comparison or the correction's refit is due)
             decide_on=lambda: floored_log(reservoir),
             stream=lambda: self._stream_evidence(reservoir, target, moment_accepts),

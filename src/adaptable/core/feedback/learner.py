@@ -414,6 +414,7 @@ def standard_rules(
     target_prior: np.ndarray | None = None,
     target_weights: np.ndarray | Callable[[], np.ndarray] | None = None,
     model_weights: np.ndarray | Callable[[], np.ndarray] | None = None,
+    reference: np.ndarray | None = None,
 ) -> list[ScoreRule | DeferredRule]:
     """The unlabelled adapter's candidate rules as :class:`ScoreRule` objects.
 
@@ -424,6 +425,7 @@ def standard_rules(
             (:func:`adaptable.core.decision.plugin_weights`), (C,); default ones.
         model_weights: the plug-in weights under the model's own posteriors (the covariate
             reading); ``None`` leaves that rule out.
+        reference: what the label-shift rule divides the posteriors by, (C,); default p_s.
 
     Either weights may be a function that gives them: its rule is then a
     :class:`~.rules.DeferredRule`, built (the weights computed) only where it is used.
@@ -441,11 +443,11 @@ def standard_rules(
         ScoreRule("balanced", -np.log(source_prior)),
     ]
 
+    base = source_prior if reference is None else np.asarray(reference, dtype=np.float64)
+
     def label_shift(weights: np.ndarray | None) -> ScoreRule:
         weights = np.ones(len(source_prior)) if weights is None else weights
-        offset = np.log(np.asarray(target_prior) / source_prior) + np.log(
-            np.maximum(weights, 1e-12)
-        )
+        offset = np.log(np.asarray(target_prior) / base) + np.log(np.maximum(weights, 1e-12))
         return ScoreRule("label_shift", offset)
 
     def plugin(weights: np.ndarray) -> ScoreRule:
