@@ -79,3 +79,22 @@ def test_the_copy_and_the_original_are_independent(synthetic, frame_logreg) -> N
     batch = synthetic.test.X.iloc[:64]
     twin.predict_proba(batch)
     assert twin.state.n_batches == 1 and method.state.n_batches == 0
+
+
+def test_an_adapter_pickled_before_prior_reference_reads_label_shift_against_p_s(
+    synthetic, frame_logreg
+) -> None:
+    method = AdapTable(random_state=0).fit(
+        frame_logreg, synthetic.train.X, synthetic.train.y, synthetic.valid.X, synthetic.valid.y
+    )
+    stream = _stream(synthetic, count=4)
+    method.predict_proba(stream[0])
+    old = pickle.loads(pickle.dumps(method))
+    # what an object pickled before the option lacks
+    del old.__dict__["prior_reference"]
+    del old.decider_.__dict__["prior_reference"], old.decider_.__dict__["_reference"]
+    old = pickle.loads(pickle.dumps(old))
+    assert old.get_params()["prior_reference"] == "labels"
+    np.testing.assert_array_equal(old.decider_.reference_prior_, method.source_prior_)
+    for batch in stream[1:]:
+        np.testing.assert_array_equal(old.predict_proba(batch), method.predict_proba(batch))

@@ -142,9 +142,10 @@ class AdapTable(LateLabels, TestTimeMethod):
     updates_parameters = False
     _parameter_constraints = PARAMETER_CONSTRAINTS
     # (objects pickled before fit kept the columns read batches as given; before the report's
-    # window, every batch's record)
+    # window, every batch's record; before prior_reference, label shift was read against p_s)
     columns_: FittedColumns | None = None
     report_batches: int | None = REPORT_BATCHES
+    prior_reference: str = "labels"
 
     def __init__(
         self,

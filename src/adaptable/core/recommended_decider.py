@@ -138,8 +138,20 @@ class RecommendedDecider(LabelledRows, Decider):
         "prior_reference": [StrOptions(PRIOR_REFERENCES)],
         "report_batches": [Interval(Integral, 1, None), None],
     }
-    # (objects pickled before the report's window kept every batch's record)
+    # (objects pickled before the report's window kept every batch's record; before
+    # prior_reference, label-shift correction divided by p_s)
     report_batches: int | None = REPORT_BATCHES
+    prior_reference: str = "labels"
+
+    @property
+    def reference_prior_(self) -> np.ndarray:
+        """What label-shift correction divides the posteriors by, (C,) (see
+        ``prior_reference``)."""
+        return self.__dict__.get("_reference", self.source_prior_)
+
+    @reference_prior_.setter
+    def reference_prior_(self, value: np.ndarray) -> None:
+        self._reference = value
 
     def __init__(
         self,
