@@ -85,7 +85,11 @@ def test_an_adapter_pickled_before_prior_reference_reads_label_shift_against_p_s
     synthetic, frame_logreg
 ) -> None:
     method = AdapTable(random_state=0).fit(
-        frame_logreg, synthetic.train.X, synthetic.train.y, synthetic.valid.X, synthetic.valid.y
+        frame_logreg(synthetic),
+        synthetic.train.X,
+        synthetic.train.y,
+        synthetic.valid.X,
+        synthetic.valid.y,
     )
     stream = _stream(synthetic, count=4)
     method.predict_proba(stream[0])
