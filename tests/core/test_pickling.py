@@ -27,6 +27,17 @@ def _stream(synthetic, count: int = 5, size: int = 64) -> list:
     return [synthetic.test.X.iloc[i * size : (i + 1) * size] for i in range(count)]
 
 
+def _fitted(synthetic, frame_logreg, **options) -> AdapTable:
+    """AdapTable(**options) fitted on the synthetic task's pipeline, with its validation rows."""
+    return AdapTable(random_state=0, **options).fit(
+        frame_logreg(synthetic),
+        synthetic.train.X,
+        synthetic.train.y,
+        synthetic.valid.X,
+        synthetic.valid.y,
+    )
+
+
 def _continues_identically(method: AdapTable, stream: list, tmp_path) -> None:
     for batch in stream[:2]:  # mid-stream: the online state has moved
         method.predict_proba(batch)
@@ -46,13 +57,7 @@ def _continues_identically(method: AdapTable, stream: list, tmp_path) -> None:
 
 @pytest.mark.parametrize("case", CASES)
 def test_a_pipeline_adapter_continues_after_pickling(case, synthetic, frame_logreg, tmp_path):
-    method = AdapTable(random_state=0, **CASES[case]).fit(
-        frame_logreg(synthetic),
-        synthetic.train.X,
-        synthetic.train.y,
-        synthetic.valid.X,
-        synthetic.valid.y,
-    )
+    method = _fitted(synthetic, frame_logreg, **CASES[case])
     _continues_identically(method, _stream(synthetic), tmp_path)
 
 
@@ -68,13 +73,7 @@ def test_an_adapter_sharing_a_torch_models_encoder_continues_after_pickling(
 
 
 def test_the_copy_and_the_original_are_independent(synthetic, frame_logreg) -> None:
-    method = AdapTable(random_state=0).fit(
-        frame_logreg(synthetic),
-        synthetic.train.X,
-        synthetic.train.y,
-        synthetic.valid.X,
-        synthetic.valid.y,
-    )
+    method = _fitted(synthetic, frame_logreg)
     twin = pickle.loads(pickle.dumps(method))
     batch = synthetic.test.X.iloc[:64]
     twin.predict_proba(batch)
@@ -84,13 +83,7 @@ def test_the_copy_and_the_original_are_independent(synthetic, frame_logreg) -> N
 def test_an_adapter_pickled_before_prior_reference_reads_label_shift_against_p_s(
     synthetic, frame_logreg
 ) -> None:
-    method = AdapTable(random_state=0).fit(
-        frame_logreg(synthetic),
-        synthetic.train.X,
-        synthetic.train.y,
-        synthetic.valid.X,
-        synthetic.valid.y,
-    )
+    method = _fitted(synthetic, frame_logreg)
     stream = _stream(synthetic, count=4)
     method.predict_proba(stream[0])
     old = pickle.loads(pickle.dumps(method))

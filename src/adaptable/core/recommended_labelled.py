@@ -45,6 +45,7 @@ class LabelledRows:
 
     prior_estimate: OnlinePriorEstimate
     source_prior_: np.ndarray
+    reference_prior_: np.ndarray
     objective: str
     feedback: LabelledFeedback
     drift_log: DriftLog
@@ -156,7 +157,7 @@ class LabelledRows:
         if estimate.n_seen >= 1.25 * n_then or np.abs(estimate.prior - prior_then).max() > 0.01:
             sample = estimate.reservoir_by_class[:, : self.WORTH_ROWS].T
             weight = estimate.n_seen / len(sample)
-            reference = self.reference_prior_  # type: ignore[attr-defined]
+            reference = self.reference_prior_
             worth = unlabelled_worth(sample, reference, estimate.prior, weight)
             self._worth_cache = (estimate.n_seen, estimate.prior.copy(), worth)
             return worth
@@ -198,7 +199,7 @@ class LabelledRows:
         was."""
         source, estimate = self.source_prior_, self.prior_estimate
         # what label-shift correction divides by (p_s unless prior_reference="model")
-        reference = self.reference_prior_  # type: ignore[attr-defined]
+        reference = self.reference_prior_
         unlabelled, target = estimate.prior, post.mean
         reservoir = estimate.reservoir
         # (the plug-in rules' weights, two passes over the reservoir, only where used)
