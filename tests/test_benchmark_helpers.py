@@ -183,3 +183,44 @@ def test_the_multiclass_trial_confirmation_sets_are_outside_its_default_run(tria
     _, y = trial.load("synth4_skewed")
     shares = np.bincount(y) / len(y)
     assert shares[0] > 0.5 and shares[3] < 0.08  # skewed as its weights ask (flip_y aside)
+
+
+@pytest.fixture(scope="module")
+def ceiling(benchmark_script):
+    return benchmark_script("feedback_ceiling")
+
+
+def test_the_ceiling_counts_the_labels_the_runner_delivers(ceiling) -> None:
+    from adaptable.experiments.runner import LateLabels
+    from adaptable.experiments.spec import ExperimentSpec
+
+    class Learner:
+        def __init__(self) -> None:
+            self.received = 0
+
+        def partial_fit(self, X, y) -> None:
+            self.received += len(y)
+
+    sizes = np.array([64] * 30 + [17])
+    for share, delay, seed in [(0.05, 10, 0), (0.2, 3, 2), (0.01, 0, 1)]:
+        spec = ExperimentSpec("heloc", "natural", "logreg", "adaptable", seed,
+                              feedback_share=share, feedback_delay=delay)  # fmt: skip
+        learner = Learner()
+        labels = LateLabels(spec, learner)
+        delivered = []
+        for n in sizes:
+            labels.deliver()
+            delivered.append(learner.received)
+            labels.reveal(np.zeros((n, 1)), np.zeros(n, dtype=np.int64))
+        assert ceiling.arrivals(sizes, share, delay, seed).tolist() == delivered
+
+
+def test_the_ceiling_switches_rule_at_the_first_row_of_a_batch(ceiling) -> None:
+    cell = {
+        "sizes": np.array([2, 3, 1]),
+        "adaptable": np.zeros(6, int),
+        "balanced": np.ones(6, int),
+    }
+    assert ceiling.switched(cell, "balanced", 1).tolist() == [0, 0, 1, 1, 1, 1]
+    assert ceiling.switched(cell, "balanced", 3).tolist() == [0] * 6
+    assert ceiling.switched(cell, "balanced", 0).tolist() == [1] * 6
