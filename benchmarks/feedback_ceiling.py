@@ -46,18 +46,25 @@ from adaptable.experiments.runner import (
 from adaptable.experiments.spec import ExperimentSpec
 
 RULES = ("source", "balanced", "oracle_prior")
+#: the methods that take the late labels, run on the same labels (``--labelled``)
+LEARNERS = ("adaptable", "labelled_recalibration", "labelled_prior", "labelled_online")
 #: streams at least this many batches long, as in the feedback table
 LONG_STREAM = 20
 
 
-def stream_predictions(task: tuple[str, str, str, int]) -> dict[str, Any]:
+def stream_predictions(task: tuple[str, str, str, int, float | None, int]) -> dict[str, Any]:
     """Labels, batch sizes and every method's predicted class of one (dataset, scenario,
-    model, seed) cell, in stream order."""
-    dataset, scenario, model, seed = task
+    model, seed) cell, in stream order; with a share of labels, also the learners' on those
+    labels (keys ``"<method> fed"``)."""
+    dataset, scenario, model, seed, share, delay = task
     context = RunContext()
     out: dict[str, Any] = {}
-    for method in ("adaptable", *RULES):
-        spec = ExperimentSpec(dataset, scenario, model, method, seed)
+    runs = [(m, m, {}) for m in ("adaptable", *RULES)]
+    if share is not None:
+        feedback = {"feedback_share": share, "feedback_delay": delay}
+        runs += [(f"{m} fed", m, feedback) for m in LEARNERS]
+    for key, method, feedback in runs:
+        spec = ExperimentSpec(dataset, scenario, model, method, seed, **feedback)
         fitted = fit_experiment(spec, context)
         stream = shifted_stream(fitted, scenario, context)
         labels, predicted, sizes = [], [], []
@@ -65,7 +72,7 @@ def stream_predictions(task: tuple[str, str, str, int]) -> dict[str, Any]:
             labels.append(batch.y)
             predicted.append(batch.proba.argmax(axis=1))
             sizes.append(len(batch.y))
-        out[method] = np.concatenate(predicted)
+        out[key] = np.concatenate(predicted)
         out["y"], out["sizes"] = np.concatenate(labels), np.asarray(sizes)
     return out
 
@@ -79,6 +86,13 @@ def arrivals(sizes: np.ndarray, share: float, delay: int, seed: int) -> np.ndarr
     for b in range(len(sizes)):
         delivered[b] = revealed[: max(0, b - delay)].sum()
     return delivered
+
+
+def first_label(cell: dict[str, Any], args: argparse.Namespace, seed: int) -> int:
+    """The first batch predicted with at least one label delivered (the stream's length when
+    none arrives in time)."""
+    reached = np.flatnonzero(arrivals(cell["sizes"], args.share, args.delay, seed) >= 1)
+    return int(reached[0]) if reached.size else len(cell["sizes"])
 
 
 def switched(cell: dict[str, Any], rule: str, first_batch: int) -> np.ndarray:
@@ -98,6 +112,11 @@ def main() -> None:
     parser.add_argument("--max-rows", type=int, default=None, help="skip larger test sets")
     parser.add_argument("--only", nargs="*", default=None, help="only these cases (dataset names)")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--labelled",
+        action="store_true",
+        help="also run the learners on the labels and score the rows after the first label",
+    )
     args = parser.parse_args()
     if set(args.roles) & set(SEALED_ROLES):
         parser.error(f"the sealed roles {SEALED_ROLES} are kept for judging a design")
@@ -110,7 +129,13 @@ def main() -> None:
         and (args.max_rows is None or case.sizes[3] <= args.max_rows)
         and (args.only is None or case.name in args.only)
     ]
-    tasks = [(d, "natural", m, s) for _, d in cells for m in args.models for s in args.seeds]
+    fed = args.share if args.labelled else None
+    tasks = [
+        (d, "natural", m, s, fed, args.delay)
+        for _, d in cells
+        for m in args.models
+        for s in args.seeds
+    ]
     if args.workers > 1:
         with ProcessPoolExecutor(args.workers) as pool:
             results = list(pool.map(stream_predictions, tasks))
@@ -118,11 +143,18 @@ def main() -> None:
         results = [stream_predictions(t) for t in tasks]
     by_case: dict[tuple[str, str, str], list[tuple[int, dict]]] = defaultdict(list)
     role_of = dict((d, r) for r, d in cells)
-    for (dataset, _, model, seed), cell in zip(tasks, results, strict=True):
+    for (dataset, _, model, seed, _, _), cell in zip(tasks, results, strict=True):
         by_case[(role_of[dataset], dataset, model)].append((seed, cell))
     header = ["best fixed rule", "switch at first label"] + [
         f"switch at {k} labels" for k in args.labels
     ]
+    fed_keys = [f"{m} fed" for m in LEARNERS]
+    phase_names = {"best": "best fixed rule", "adaptable": "default, no labels"} | {
+        k: k.replace(" fed", ", labels") for k in fed_keys
+    }
+    phases: dict[str, dict] = {
+        p: defaultdict(lambda: defaultdict(list)) for p in ("before", "after")
+    }
     rows_out = []
     summary: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for (role, dataset, model), seeded in sorted(by_case.items()):
@@ -143,12 +175,31 @@ def main() -> None:
                 scores.append(100 * macro_f1(c["y"], switched(c, best, first)))
             values[name] = float(np.mean(scores))
         n_batches = len(seeded[0][1]["sizes"])
+        if args.labelled:
+            for method in LEARNERS:
+                key = f"{method} fed"
+                values[key] = np.mean([100 * macro_f1(c["y"], c[key]) for _, c in seeded])
+            for phase in ("before", "after") if n_batches >= LONG_STREAM else ():
+                parts = {m: [] for m in ("source", best, "adaptable", *fed_keys)}
+                for seed, c in seeded:
+                    cut = int(c["sizes"][: first_label(c, args, seed)].sum())
+                    rows = slice(None, cut) if phase == "before" else slice(cut, None)
+                    if len(c["y"][rows]) == 0:
+                        continue
+                    for m in parts:
+                        parts[m].append(100 * macro_f1(c["y"][rows], c[m][rows]))
+                if parts["source"]:
+                    origin = np.mean(parts["source"])
+                    for m, label in phase_names.items():
+                        phases[phase][role][label].append(
+                            np.mean(parts[best if m == "best" else m]) - origin
+                        )
         gains = {k: v - base for k, v in values.items()}
         rows_out.append((role, dataset, model, n_batches, best, gains))
         if n_batches >= LONG_STREAM:
             for k, v in gains.items():
                 summary[role][k].append(v)
-    columns = ["default", *header]
+    columns = ["default", *header] + (fed_keys if args.labelled else [])
     print(
         f"share {args.share:g}, delay {args.delay} batches, seeds {args.seeds}; macro-F1 gain "
         "over the unadapted model, points (mean over seeds)\n"
@@ -164,6 +215,19 @@ def main() -> None:
     for role, dataset, model, n_batches, best, gains in rows_out:
         cells_text = " | ".join(f"{gains[c]:+.2f}" for c in columns)
         print(f"| {role} | {dataset} | {model} | {n_batches} | {best} | {cells_text} |")
+    if args.labelled:
+        names = list(phase_names.values())
+        print(
+            "\nThe long domain splits cut at the first batch predicted with a label delivered: "
+            "macro-F1 gain over the unadapted model on the rows before / after it\n"
+        )
+        print("| role | phase | cases | " + " | ".join(names) + " |")
+        print("|---|---|---|" + "---|" * len(names))
+        for phase, per_role in phases.items():
+            for role, by_name in per_role.items():
+                n = len(by_name[names[0]])
+                text = " | ".join(f"{np.mean(by_name[c]):+.2f}" for c in names)
+                print(f"| {role} | {phase} | {n} | {text} |")
     print(f"\nwall time {time.perf_counter() - started:.0f} s")
 
 

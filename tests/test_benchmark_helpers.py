@@ -224,3 +224,15 @@ def test_the_ceiling_switches_rule_at_the_first_row_of_a_batch(ceiling) -> None:
     assert ceiling.switched(cell, "balanced", 1).tolist() == [0, 0, 1, 1, 1, 1]
     assert ceiling.switched(cell, "balanced", 3).tolist() == [0] * 6
     assert ceiling.switched(cell, "balanced", 0).tolist() == [1] * 6
+
+
+def test_the_first_label_batch_is_the_first_with_a_label_delivered(ceiling) -> None:
+    import argparse
+
+    sizes = np.array([64] * 40)
+    args = argparse.Namespace(share=0.05, delay=10)
+    first = ceiling.first_label({"sizes": sizes}, args, seed=0)
+    delivered = ceiling.arrivals(sizes, 0.05, 10, 0)
+    assert first >= 11 and delivered[first] >= 1 and delivered[first - 1] == 0
+    none = argparse.Namespace(share=0.0, delay=10)
+    assert ceiling.first_label({"sizes": sizes}, none, seed=0) == len(sizes)
