@@ -55,19 +55,22 @@ class LabelledRows:
     #: what the held-out rows and the stream's posteriors are worth in labelled rows, the
     #: share of bootstrap draws a rule must win to replace the incumbent, labelled rows before
     #: labels change a decision (with and without the stream's posteriors behind them) and
-    #: before a score correction is fitted, and labelled rows kept. Set on the development
-    #: benchmark (docs/results/feedback.md): labels alone are too few to tell the rules apart
-    #: for many batches (a few dozen let noise switch among the candidates), while the
-    #: stream's posteriors, which the first labels can already refute, tell them apart at
-    #: once; so the labels act from the first few, through them, and by themselves (the
-    #: stream's posteriors refuted) only from a few dozen.
+    #: before a score correction is fitted, whether the correction is the incumbent where it
+    #: fits the labels better than the unlabelled reading, and labelled rows kept. Set on the
+    #: development benchmark (docs/results/feedback.md): labels alone are too few to tell the
+    #: rules apart by their objective for many batches (a few dozen let noise switch among
+    #: the candidates), while the stream's posteriors, which the first labels can already
+    #: refute, tell them apart at once; so the labels act from the first few, through them,
+    #: and by themselves (the stream's posteriors refuted) only from a few dozen. The labels'
+    #: likelihood under the correction, out of fold, speaks earlier than their objective.
     FEEDBACK_SETTINGS: ClassVar[dict[str, float]] = {
         "heldout_worth": 100.0,
         "stream_worth": 1000.0,
         "evidence": 0.9,
         "min_labelled": 10,
         "min_labelled_alone": 50,
-        "correction_rows": 40,
+        "correction_rows": 20,
+        "likelihood_incumbent": 1.0,
         "capacity": 2048,
     }
     #: stream posteriors the unlabelled estimate's worth (its interval) is computed from: a
@@ -92,6 +95,7 @@ class LabelledRows:
             min_labelled=int(settings["min_labelled"]),
             min_labelled_alone=int(settings["min_labelled_alone"]),
             correction_rows=int(settings["correction_rows"]),
+            likelihood_incumbent=bool(settings["likelihood_incumbent"]),
             seed=seed,
         )
 

@@ -88,6 +88,11 @@ class LabelledFeedback:
             ``min_labelled``. A few labels tell the rules apart only through the stream's
             posteriors; by themselves their bootstrap is too narrow to trust.
         correction_rows: labelled rows before a score correction is fitted and considered.
+        likelihood_incumbent: the score correction becomes the incumbent of the rule choice
+            wherever its cross-validated log-loss on the labelled rows is below the
+            unlabelled reading's (other rules must then beat it on ``evidence`` of the draws).
+            Out of fold, the labels' likelihood shows that p(y|x) moved long before the
+            objective's bootstrap over a few dozen rows can tell the rules apart.
         refit_growth: the correction is refitted once the labelled rows have grown by this
             factor since the last fit (so refits cost O(log n) fits over a stream).
         recheck_growth: the rules are compared again (:meth:`decide`) once the labelled rows
@@ -110,6 +115,7 @@ class LabelledFeedback:
         min_labelled: int = 10,
         min_labelled_alone: int | None = None,
         correction_rows: int = 30,
+        likelihood_incumbent: bool = False,
         refit_growth: float = 1.1,
         recheck_growth: float = 1.1,
         seed: int = 0,
@@ -132,6 +138,7 @@ class LabelledFeedback:
         alone = self.min_labelled if min_labelled_alone is None else int(min_labelled_alone)
         self.min_labelled_alone = max(self.min_labelled, alone)
         self.correction_rows = max(int(correction_rows), 5)
+        self.likelihood_incumbent = bool(likelihood_incumbent)
         self.refit_growth = float(refit_growth)
         self.recheck_growth = float(recheck_growth)
         self.seed = int(seed)
@@ -308,12 +315,16 @@ class LabelledFeedback:
         # where the evidence says so, not whenever the draws wobble around a threshold.
         incumbent = names.index(self._last_rule) if self._last_rule in names else anchor
         alone = comparison.stream_worth == 0.0
+        min_labelled = self.min_labelled_alone if alone else self.min_labelled
+        if (
+            self.likelihood_incumbent
+            and correction is not None
+            and store.n_seen >= min_labelled
+            and correction.cv_log_loss < correction.base_log_loss
+        ):
+            incumbent = len(candidates) - 1
         index = choose_rule(
-            comparison,
-            incumbent,
-            safe=safe,
-            evidence=self.evidence,
-            min_labelled=self.min_labelled_alone if alone else self.min_labelled,
+            comparison, incumbent, safe=safe, evidence=self.evidence, min_labelled=min_labelled
         )
         self._last_rule = names[index]
         self._compared = (store.n_seen, int(stream_rows), names)
