@@ -95,3 +95,22 @@ def test_an_adapter_pickled_before_prior_reference_reads_label_shift_against_p_s
     np.testing.assert_array_equal(old.decider_.reference_prior_, method.source_prior_)
     for batch in stream[1:]:
         np.testing.assert_array_equal(old.predict_proba(batch), method.predict_proba(batch))
+
+
+def test_labelled_feedback_pickled_before_the_likelihood_incumbent_decides_as_before() -> None:
+    from adaptable.core.feedback import LabelledFeedback, ScoreRule
+
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=300) * 1.5
+    log_p = -np.logaddexp(0, -np.stack([-z, z], axis=1))
+    labels = (rng.random(300) < 1 / (1 + np.exp(-(2.5 * z - 1.5)))).astype(np.int64)
+    rules = [ScoreRule("argmax", np.zeros(2))]
+    old = LabelledFeedback(np.array([0.5, 0.5]), heldout_worth=0.0, correction_rows=20, seed=0)
+    del old.__dict__["likelihood_incumbent"]  # what an object pickled before the option lacks
+    old = pickle.loads(pickle.dumps(old))
+    plain = LabelledFeedback(np.array([0.5, 0.5]), heldout_worth=0.0, correction_rows=20, seed=0)
+    for start in range(0, 60, 6):
+        for feedback in (old, plain):
+            feedback.add(log_p[start : start + 6], labels[start : start + 6])
+        assert old.decide(rules, 0).rule.name == plain.decide(rules, 0).rule.name
+    assert old.likelihood_incumbent is False

@@ -832,3 +832,17 @@ def test_the_model_reference_survives_save_and_load_mid_stream(tmp_path) -> None
     np.testing.assert_array_equal(
         twin.predict_proba(X_stream[128:]), adapter.predict_proba(X_stream[128:])
     )
+
+
+def test_the_labels_likelihood_makes_the_correction_incumbent_except_for_multiclass_bacc() -> None:
+    # the correction's plug-in rule lacks the chance of each class occurring in the stream,
+    # which balanced accuracy over more than two classes needs (it would boost absent classes)
+    for objective, expected in (("macro_f1", True), ("balanced_accuracy", False)):
+        _, _, _, adapter = _five_class_source(0, 600, 200, objective)
+        assert adapter.decider_.feedback.likelihood_incumbent is expected
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] + rng.normal(size=400) > 0).astype(int)
+    model = LogisticRegression().fit(X, y)
+    binary = AdapTable(random_state=0, objective="balanced_accuracy").fit(model, X, y)
+    assert binary.decider_.feedback.likelihood_incumbent is True

@@ -95,7 +95,11 @@ class LabelledRows:
             min_labelled=int(settings["min_labelled"]),
             min_labelled_alone=int(settings["min_labelled_alone"]),
             correction_rows=int(settings["correction_rows"]),
-            likelihood_incumbent=bool(settings["likelihood_incumbent"]),
+            # (not for balanced accuracy over more than two classes: the unlabelled rules there
+            # weigh each class by its chance of occurring in the stream, the correction's
+            # plug-in rule does not, and would boost classes the stream never holds)
+            likelihood_incumbent=bool(settings["likelihood_incumbent"])
+            and not (self.objective == "balanced_accuracy" and len(self.source_prior_) > 2),
             seed=seed,
         )
 

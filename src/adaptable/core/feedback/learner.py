@@ -103,6 +103,9 @@ class LabelledFeedback:
         seed: seeds the reservoir, the bootstrap and the folds.
     """
 
+    #: read by objects pickled before the option existed: they keep deciding as they did
+    likelihood_incumbent: bool = False
+
     def __init__(
         self,
         source_prior: np.ndarray,
