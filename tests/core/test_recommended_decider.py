@@ -844,5 +844,6 @@ def test_the_labels_likelihood_makes_the_correction_incumbent_except_for_multicl
     X = rng.normal(size=(400, 3))
     y = (X[:, 0] + rng.normal(size=400) > 0).astype(int)
     model = LogisticRegression().fit(X, y)
-    binary = AdapTable(random_state=0, objective="balanced_accuracy").fit(model, X, y)
+    binary = AdapTable(random_state=0, objective="balanced_accuracy")
+    binary.fit(model, X[:300], y[:300], X[300:], y[300:])
     assert binary.decider_.feedback.likelihood_incumbent is True
