@@ -670,3 +670,27 @@ def test_a_correction_the_labels_likelihood_backs_is_the_incumbent() -> None:
     assert chosen[True, False] <= 5 and chosen[True, True] >= 10  # 3 and 12 of 20
     assert f1[True, True] - f1[True, False] > 0.008  # +1.2 points
     assert abs(f1[False, True] - f1[False, False]) < 0.002  # -0.01 points
+
+
+def test_a_class_factor_multiplies_the_corrections_plug_in_weights() -> None:
+    """A factor of 0 for a class (it never occurs) keeps every decision of the correction out
+    of it, its fitted rule's and the out-of-fold ones; without the factor some rows go there."""
+    scores, labels = _rows(300, seed=4, n_classes=3)
+    plain = fit_correction(scores, labels, np.zeros(3), "balanced_accuracy", seed=0)
+    assert (plain.rule.predict(scores) == 2).any() and (plain.out_of_fold == 2).any()
+    factor = np.array([1.0, 1.0, 0.0])
+    kept = fit_correction(scores, labels, np.zeros(3), "balanced_accuracy",
+                          class_factor=factor, seed=0)  # fmt: skip
+    assert not (kept.rule.predict(scores) == 2).any()
+    assert not (kept.out_of_fold == 2).any()
+    assert kept.scale == plain.scale  # the fit itself does not change, only the decision
+
+
+def test_presence_factor_applies_to_balanced_accuracy_on_more_than_two_classes_only() -> None:
+    from adaptable.core.decision import presence_factor
+
+    chances = np.array([1.0, 0.2, 0.9])
+    assert presence_factor("balanced_accuracy", 3, lambda: chances).tolist() == [1.0, 0.2, 0.9]
+    assert presence_factor("balanced_accuracy", 2, lambda: chances[:2]) is None
+    assert presence_factor("macro_f1", 3, lambda: chances) is None
+    assert presence_factor("balanced_accuracy", 3, None) is None

@@ -834,16 +834,37 @@ def test_the_model_reference_survives_save_and_load_mid_stream(tmp_path) -> None
     )
 
 
-def test_the_labels_likelihood_makes_the_correction_incumbent_except_for_multiclass_bacc() -> None:
-    # the correction's plug-in rule lacks the chance of each class occurring in the stream,
-    # which balanced accuracy over more than two classes needs (it would boost absent classes)
-    for objective, expected in (("macro_f1", True), ("balanced_accuracy", False)):
-        _, _, _, adapter = _five_class_source(0, 600, 200, objective)
-        assert adapter.decider_.feedback.likelihood_incumbent is expected
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(400, 3))
-    y = (X[:, 0] + rng.normal(size=400) > 0).astype(int)
-    model = LogisticRegression().fit(X, y)
-    binary = AdapTable(random_state=0, objective="balanced_accuracy")
-    binary.fit(model, X[:300], y[:300], X[300:], y[300:])
-    assert binary.decider_.feedback.likelihood_incumbent is True
+def test_the_score_correction_weighs_classes_by_their_presence_for_multiclass_bacc(
+    monkeypatch,
+) -> None:
+    # balanced accuracy on more than two classes: the correction's plug-in rule gets the same
+    # chance of each class occurring as the unlabelled rules (it would boost absent classes)
+    import adaptable.core.feedback.learner as learner
+
+    fitted = []
+    original = learner.fit_correction
+
+    def recording(*args, **kwargs):
+        fitted.append(kwargs.get("class_factor"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(learner, "fit_correction", recording)
+    for objective in ("balanced_accuracy", "macro_f1"):
+        rng, rows, _, adapter = _five_class_source(0, 1500, 500, objective)
+        assert adapter.decider_.feedback.likelihood_incumbent is True
+        y_stream = rng.choice([1, 3], 640)
+        X_stream = rows(y_stream)
+        fitted.clear()
+        for start in range(0, 640, 64):
+            adapter.predict(X_stream[start : start + 64])
+            picked = np.arange(start, start + 8)
+            adapter.partial_fit(X_stream[picked], y_stream[picked], rows=picked)
+        assert fitted, "no correction was fitted"
+        if objective == "macro_f1":
+            assert all(factor is None for factor in fitted)
+        else:
+            # each class's chance of occurring: 1 for the labelled classes, and the stream
+            # rules absent ones out (each fit's factor as the decider gave it then)
+            factor = fitted[-1]
+            assert factor.shape == (5,) and factor[[1, 3]].min() == 1.0
+            assert factor[[0, 2, 4]].min() < 0.2

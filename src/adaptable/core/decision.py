@@ -357,10 +357,21 @@ def label_shift_weights(
     if objective == "macro_f1" and n_classes > 2:
         return np.ones(n_classes)
     q = posteriors() if callable(posteriors) else posteriors
+    factor = presence_factor(objective, n_classes, presence)
     weights = plugin_weights(q, objective)
+    return weights if factor is None else weights * factor
+
+
+def presence_factor(
+    objective: str, n_classes: int, presence: Callable[[], np.ndarray] | None
+) -> np.ndarray | None:
+    """What a plug-in rule's class weights are multiplied by: each class's chance of occurring
+    in the stream (``presence()``, called only here) for balanced accuracy on more than two
+    classes, whose weights 1 / mean(q) boost a class the stream never holds as much as one it
+    does; ``None`` (no factor) otherwise."""
     if objective == "balanced_accuracy" and n_classes > 2 and presence is not None:
-        weights = weights * presence()
-    return weights
+        return np.asarray(presence(), dtype=np.float64)
+    return None
 
 
 def macro_f1_threshold(q1: np.ndarray) -> float:

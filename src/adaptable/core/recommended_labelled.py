@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from adaptable.core.deciders import CalibratedBatch, Decision
-from adaptable.core.decision import label_shift_weights, plugin_weights
+from adaptable.core.decision import label_shift_weights, plugin_weights, presence_factor
 from adaptable.core.drift_report import DriftLog
 from adaptable.core.feedback import (
     LabelledFeedback,
@@ -95,11 +95,7 @@ class LabelledRows:
             min_labelled=int(settings["min_labelled"]),
             min_labelled_alone=int(settings["min_labelled_alone"]),
             correction_rows=int(settings["correction_rows"]),
-            # (not for balanced accuracy over more than two classes: the unlabelled rules there
-            # weigh each class by its chance of occurring in the stream, the correction's
-            # plug-in rule does not, and would boost classes the stream never holds)
-            likelihood_incumbent=bool(settings["likelihood_incumbent"])
-            and not (self.objective == "balanced_accuracy" and len(self.source_prior_) > 2),
+            likelihood_incumbent=bool(settings["likelihood_incumbent"]),
             seed=seed,
         )
 
@@ -240,6 +236,9 @@ class LabelledRows:
             base_offset=np.log(target / reference) if label_shift else no_shift,
             # (both read only when the labels' rule comparison or the correction's refit is due)
             decide_on=lambda: floored_log(reservoir),
+            # (balanced accuracy on more than two classes: the chance that each class occurs,
+            # as the unlabelled rules weigh it)
+            class_factor=lambda: presence_factor(self.objective, len(source), self.class_presence),
             stream=lambda: self._stream_evidence(reservoir, target, moment_accepts),
             stream_rows=estimate.n_seen,
         )

@@ -106,14 +106,21 @@ def log_loss(log_p: np.ndarray, labels: np.ndarray, scale: float, offset: np.nda
 
 
 def decision_rule(
-    scale: float, offset: np.ndarray, decide_on: np.ndarray, objective: str
+    scale: float,
+    offset: np.ndarray,
+    decide_on: np.ndarray,
+    objective: str,
+    class_factor: np.ndarray | None = None,
 ) -> ScoreRule:
     """The plug-in decision for ``objective`` on the corrected posteriors of ``decide_on``
-    (rows believed to follow the target: log-posteriors (n, C)), as one :class:`ScoreRule`."""
+    (rows believed to follow the target: log-posteriors (n, C)), as one :class:`ScoreRule`;
+    ``class_factor`` (C,) multiplies the plug-in weights (see :func:`fit_correction`)."""
     u = scale * np.asarray(decide_on, dtype=np.float64) + offset
     q = np.exp(u - u.max(axis=1, keepdims=True))
     q /= q.sum(axis=1, keepdims=True)
     weights = plugin_weights(q, objective)
+    if class_factor is not None:
+        weights = weights * class_factor
     return ScoreRule("corrected", offset + np.log(np.maximum(weights, 1e-12)), scale)
 
 
@@ -124,6 +131,7 @@ def fit_correction(
     objective: str,
     *,
     decide_on: np.ndarray | None = None,
+    class_factor: np.ndarray | None = None,
     strengths: tuple[float, ...] = STRENGTHS,
     seed: int = 0,
 ) -> Correction:
@@ -140,6 +148,8 @@ def fit_correction(
         objective: one of :data:`adaptable.core.decision.OBJECTIVES`.
         decide_on: the rows the plug-in decision is taken over (e.g. a sample of the unlabelled
             stream), (m, C); ``None``: the labelled rows themselves (each fold's own).
+        class_factor: multiplies the plug-in weights of every fit's decision, (C,) (e.g.
+            :func:`adaptable.core.decision.presence_factor`); ``None``: no factor.
         strengths: the grid of penalty strengths.
         seed: seeds the fold assignment.
 
@@ -179,10 +189,13 @@ def fit_correction(
     weights = _plugin_weights_many(
         scales[chosen], offsets[chosen], log_p, training[chosen], decide_on, objective
     )
+    if class_factor is not None:
+        weights = weights * class_factor
     fold_rules = offsets[chosen] + np.log(np.maximum(weights, 1e-12))
     out_of_fold = (scales[chosen][folds, None] * log_p + fold_rules[folds]).argmax(axis=1)
     scale, offset = float(scales[cv_fits + best]), offsets[cv_fits + best].copy()
-    rule = decision_rule(scale, offset, log_p if decide_on is None else decide_on, objective)
+    rows = log_p if decide_on is None else decide_on
+    rule = decision_rule(scale, offset, rows, objective, class_factor)
     return Correction(
         scale,
         offset,

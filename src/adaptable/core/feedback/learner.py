@@ -198,6 +198,7 @@ class LabelledFeedback:
         self,
         base_offset: np.ndarray | None = None,
         decide_on: np.ndarray | Callable[[], np.ndarray] | None = None,
+        class_factor: Callable[[], np.ndarray | None] | None = None,
     ) -> Correction | None:
         """The current score correction (refitted when the labels have grown enough), or
         ``None`` before ``correction_rows`` labelled rows.
@@ -206,6 +207,9 @@ class LabelledFeedback:
             base_offset: b0, the unlabelled reading's offsets (default 0); read at refits.
             decide_on: rows for the plug-in decision (see :func:`.correction.fit_correction`),
                 or a function that gives them (called only when a refit is due).
+            class_factor: a function giving what the correction's plug-in weights are
+                multiplied by, (C,) or ``None`` (see :func:`.correction.fit_correction`);
+                called only when a refit is due.
         """
         n = self.reservoir.n_seen
         if n < self.correction_rows:
@@ -218,6 +222,7 @@ class LabelledFeedback:
                 base,
                 self.objective,
                 decide_on=decide_on() if callable(decide_on) else decide_on,
+                class_factor=None if class_factor is None else class_factor(),
                 seed=self.seed + n,
             )
             self._fitted_n = n
@@ -244,6 +249,7 @@ class LabelledFeedback:
         target_prior: np.ndarray | None = None,
         base_offset: np.ndarray | None = None,
         decide_on: np.ndarray | Callable[[], np.ndarray] | None = None,
+        class_factor: Callable[[], np.ndarray | None] | None = None,
         stream: tuple[np.ndarray, np.ndarray] | Callable[[], tuple] | None = None,
         stream_rows: int = 0,
         safe: int = 0,
@@ -258,7 +264,8 @@ class LabelledFeedback:
                 among ``rules``, by name).
             target_prior: the target label distribution the held-out rows are moved to (e.g.
                 :meth:`prior`'s mean); ``None``: their own class mix.
-            base_offset, decide_on: for the score correction (see :meth:`correction`).
+            base_offset, decide_on, class_factor: for the score correction (see
+                :meth:`correction`).
             stream: unlabelled stream rows as evidence worth ``stream_worth`` rows: their
                 log-posteriors as the rules read them (m, C), and the posteriors the decider
                 believes for them (m, C), replaced by the score correction's once one is
@@ -275,7 +282,7 @@ class LabelledFeedback:
         rules = tuple(rules)
         if self.reservoir.n_seen < self.min_labelled:
             return FeedbackDecision(resolved(rules[anchor]), anchor, rules, None)
-        correction = self.correction(base_offset, decide_on)
+        correction = self.correction(base_offset, decide_on, class_factor)
         store = self.reservoir
         candidates = rules if correction is None else (*rules, correction.rule)
         names = tuple(rule.name for rule in candidates)
