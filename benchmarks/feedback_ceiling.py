@@ -81,11 +81,11 @@ def arrivals(sizes: np.ndarray, share: float, delay: int, seed: int) -> np.ndarr
     """Labels delivered before each batch is predicted, as the runner's protocol draws them
     (the same generator, so the same rows)."""
     rng = np.random.default_rng([seed, 31])
+    # (one draw per batch, in order: the runner's generator is consumed batch by batch)
     revealed = np.array([int((rng.random(n) < share).sum()) for n in sizes])
-    delivered = np.zeros(len(sizes), dtype=int)
-    for b in range(len(sizes)):
-        delivered[b] = revealed[: max(0, b - delay)].sum()
-    return delivered
+    # before batch b: the labels of batches 0 .. b - delay - 1
+    so_far = np.concatenate([[0], np.cumsum(revealed)])
+    return so_far[np.clip(np.arange(len(sizes)) - delay, 0, None)]
 
 
 def first_label(cell: dict[str, Any], args: argparse.Namespace, seed: int) -> int:
