@@ -25,7 +25,7 @@ import os
 import pickle
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,7 @@ def _stream(
     pending: list[tuple[int, np.ndarray]] = []
     out = []
     for b, batch in enumerate(_batches(X, n)):
-        for due, ids in [p for p in pending if p[0] <= b]:
+        for _due, ids in [p for p in pending if p[0] <= b]:
             adapter.partial_fit(None, y[ids], rows=ids)
         pending = [p for p in pending if p[0] > b]
         out.append(adapter.predict_proba(batch))
@@ -77,8 +77,16 @@ def _stream(
     return out
 
 
-def _adapter_outputs(tag: str, adapter: Any, model: Any, X: pd.DataFrame, y: np.ndarray,
-                     share: float, delay: int, out: dict[str, Any]) -> None:
+def _adapter_outputs(
+    tag: str,
+    adapter: Any,
+    model: Any,
+    X: pd.DataFrame,
+    y: np.ndarray,
+    share: float,
+    delay: int,
+    out: dict[str, Any],
+) -> None:
     from adaptable import AdapTable
 
     first = pickle.loads(pickle.dumps(adapter))
@@ -90,12 +98,16 @@ def _adapter_outputs(tag: str, adapter: Any, model: Any, X: pd.DataFrame, y: np.
     # mid-stream: pickle, and save / load, then continue
     _stream(first, X, y, share, delay, BATCHES // 2)
     copy = pickle.loads(pickle.dumps(first))
-    out[f"{tag}/pickled_continue"] = [copy.predict_proba(b) for b in _batches(X.iloc[BATCHES // 2 * BATCH :], 10)]
+    out[f"{tag}/pickled_continue"] = [
+        copy.predict_proba(b) for b in _batches(X.iloc[BATCHES // 2 * BATCH :], 10)
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "adapter.safetensors"
         first.save(path)
         loaded = AdapTable.load(path, model)
-    out[f"{tag}/loaded_continue"] = [loaded.predict_proba(b) for b in _batches(X.iloc[BATCHES // 2 * BATCH :], 10)]
+    out[f"{tag}/loaded_continue"] = [
+        loaded.predict_proba(b) for b in _batches(X.iloc[BATCHES // 2 * BATCH :], 10)
+    ]
     out[f"{tag}/state"] = repr(first.state)
 
 
@@ -131,7 +143,9 @@ def library_cases(data_dir: str | None) -> dict[str, Any]:
         X, y = ds.test.X.reset_index(drop=True), ds.test.y
         for share in (0.0, 0.2):
             adapter = AdapTable(random_state=0).fit(*fit)
-            _adapter_outputs(f"synthetic{classes}/default/share{share}", adapter, model, X, y, share, 2, out)
+            _adapter_outputs(
+                f"synthetic{classes}/default/share{share}", adapter, model, X, y, share, 2, out
+            )
         paper = AdapTable(preset="paper", random_state=0).fit(*fit)
         _adapter_outputs(f"synthetic{classes}/paper", paper, model, X, y, 0.0, 0, out)
     return out
@@ -150,8 +164,15 @@ def runner_cases(data_dir: str | None, cache_dir: str) -> dict[str, Any]:
         if not name.startswith("labelled_")
     ]
     specs += [
-        ExperimentSpec("hospital_readmission", "natural", "mlp", name, 0,
-                       feedback_share=0.05, feedback_delay=10)
+        ExperimentSpec(
+            "hospital_readmission",
+            "natural",
+            "mlp",
+            name,
+            0,
+            feedback_share=0.05,
+            feedback_delay=10,
+        )
         for name in ("adaptable", "labelled_recalibration", "labelled_prior", "labelled_online")
     ]
     specs += [
@@ -159,8 +180,9 @@ def runner_cases(data_dir: str | None, cache_dir: str) -> dict[str, Any]:
         for scenario in ("gaussian", "prior_0.1", "categorical")
     ]
     specs.append(
-        ExperimentSpec("hospital_readmission", "natural", "mlp", "adaptable", 0,
-                       options={"preset": "paper"})
+        ExperimentSpec(
+            "hospital_readmission", "natural", "mlp", "adaptable", 0, options={"preset": "paper"}
+        )
     )
     for spec in specs:
         record = run_experiment(spec, context)
@@ -171,14 +193,21 @@ def runner_cases(data_dir: str | None, cache_dir: str) -> dict[str, Any]:
 
 def _differences(a: Any, b: Any, where: str) -> Iterator[str]:
     if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
-        if not (isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and a.equals(b)
-                and list(a.columns) == list(b.columns) and list(a.dtypes) == list(b.dtypes)):
+        if not (
+            isinstance(a, pd.DataFrame)
+            and isinstance(b, pd.DataFrame)
+            and a.equals(b)
+            and list(a.columns) == list(b.columns)
+            and list(a.dtypes) == list(b.dtypes)
+        ):
             yield where
         return
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         a_, b_ = np.asarray(a), np.asarray(b)
-        same = a_.shape == b_.shape and a_.dtype == b_.dtype and (
-            np.array_equal(a_, b_, equal_nan=a_.dtype.kind == "f")
+        same = (
+            a_.shape == b_.shape
+            and a_.dtype == b_.dtype
+            and (np.array_equal(a_, b_, equal_nan=a_.dtype.kind == "f"))
         )
         if not same:
             yield where
