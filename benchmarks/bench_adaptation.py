@@ -77,7 +77,7 @@ import torch
 from _timing import CLOCKS, timed, timed_pair
 
 from adaptable import AdapTable, datasets, models
-from adaptable.core.post_training import Rows
+from adaptable.core.paper.post_training import Rows
 
 BATCH_SIZES = (16, 64, 256, 1024, 8192)
 
@@ -401,9 +401,9 @@ def by_row_id(
 
 #: the labelled path's parts the late-labels column breaks its time into: (module, function)
 LABELLED_PARTS = {
-    "refits": ("adaptable.core.feedback.learner", "fit_correction"),
-    "comparisons": ("adaptable.core.feedback.learner", "compare_rules"),
-    "rule weights": ("adaptable.core.recommended_labelled", "plugin_weights"),
+    "refits": ("adaptable.core.labels.labelled_choice", "fit_correction"),
+    "comparisons": ("adaptable.core.labels.labelled_choice", "compare_rules"),
+    "rule weights": ("adaptable.core.recommended.labelled_rows", "plugin_weights"),
 }
 
 

@@ -32,7 +32,7 @@ import torch
 from bench_adaptation import batches_of, load
 
 from adaptable import AdapTable
-from adaptable.core.probability import softmax
+from adaptable.framework.probability import softmax
 
 
 def run(predictor: Any, batches: list) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from adaptable import AdapTable, datasets, models
-from adaptable.core.model_adapter import checked_logits
+from adaptable.framework.model_adapter import checked_logits
 
 
 def one_dataset(name: str, args: argparse.Namespace) -> str:

@@ -14,8 +14,8 @@ import argparse
 import numpy as np
 from _timing import timed  # the benchmarks' folder is first on sys.path
 
-from adaptable.core.drift_report import DriftLog
-from adaptable.core.probability import normalize
+from adaptable.core.report.drift_log import DriftLog
+from adaptable.framework.probability import normalize
 
 
 def synthetic_log(n_classes: int, batches: int, share: float, seed: int = 0) -> DriftLog:

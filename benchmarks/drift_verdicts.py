@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from report_estimate import adapted_streams
 
-from adaptable.core.decision import confusion, score
+from adaptable.core.decision.rules import confusion, score
 
 VERDICT_NAMES = ("degraded", "holding", "undetermined", "unverified")
 

@@ -2,7 +2,7 @@
 
 A small driver stands in for the recommended decider: per batch it decides with the unlabelled
 rule (the held-out choice between argmax and the balanced rule, ``decision.choose_rule``) and
-the labelled-rows parts (:class:`adaptable.core.feedback.LabelledFeedback`), then, ``delay``
+the labelled-rows parts (:class:`adaptable.core.labels.LabelledFeedback`), then, ``delay``
 batches later, reveals the labels of a random ``share`` of that batch's rows to them. Every
 row is scored as predicted before its label arrived.
 
@@ -42,9 +42,9 @@ from sklearn.linear_model import LogisticRegression
 
 from adaptable.baselines.labelled import LabelledOnline, LabelledPrior, LabelledRecalibration
 from adaptable.core import softmax
-from adaptable.core.decision import choose_rule, confusion, plugin_weights, score
-from adaptable.core.feedback import LabelledFeedback, standard_rules, unlabelled_worth
-from adaptable.core.prior_estimate import OnlinePriorEstimate, prior_center
+from adaptable.core.decision.rules import choose_rule, confusion, plugin_weights, score
+from adaptable.core.labels import LabelledFeedback, standard_rules, unlabelled_worth
+from adaptable.core.recommended.prior_estimate import OnlinePriorEstimate, prior_center
 
 SOURCE_PRIOR = (0.75, 0.25)
 CLASS_1_MEAN = np.array([1.5, 0.0])

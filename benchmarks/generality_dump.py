@@ -106,7 +106,7 @@ def dump_one(
 ) -> dict[str, np.ndarray]:
     """The arrays of one file (see the module docstring)."""
     from adaptable import datasets, shifts
-    from adaptable.core.model_adapter import as_logit_function
+    from adaptable.framework.model_adapter import as_logit_function
 
     dataset = get_dataset(dataset_name, context)  # the runner's per-process memo
     model = source_model(dataset_name, model_name, seed, context)

@@ -25,14 +25,14 @@ the in-domain test split resampled to a positive rate, a pure label shift) and s
   the bound is taken): a diagnosis of what any estimate could reach, never an estimate.
 
 - ``calibration-free``: the report's ``calibration_free_*_so_far`` (BBSE-soft's label
-  distribution and the held-out confusion rates; :mod:`adaptable.core.heldout_estimate`) and,
+  distribution and the held-out confusion rates; :mod:`adaptable.core.report.heldout_estimate`) and,
   with ``--roles``, its standard deviation ``calibration_free_*_sd`` (the share of streams
   whose realised value lies within two of them is printed).
 
 ``--roles ... --feedback 0.05`` instead adapts the roles' streams with that share of labels
 arriving ``--delay`` batches late and sets three estimates of each stream's realised macro-F1
 beside it: the posteriors' alone, the labelled rows' alone, and the report's label-corrected
-one (:mod:`adaptable.core.label_corrected`), with how often its deviation covers the miss.
+one (:mod:`adaptable.core.report.label_corrected_estimate`), with how often its deviation covers the miss.
 
 ``--roles development ...`` runs the same comparison and the floor on the pure label-shift cells
 of the benchmark's roles (their short streams; ``--domain`` adds the domain splits), source
@@ -63,8 +63,8 @@ from scipy.stats import norm
 from sklearn.metrics import f1_score
 
 from adaptable import AdapTable, datasets, models, shifts
-from adaptable.core.decision import confusion, score
-from adaptable.core.heldout_estimate import cell_gradient
+from adaptable.core.decision.rules import confusion, score
+from adaptable.core.report.heldout_estimate import cell_gradient
 
 
 def macro_f1(expected: np.ndarray) -> float:
@@ -118,7 +118,7 @@ def prior_information(
 def macro_f1_gradient(rates: np.ndarray, prior: np.ndarray) -> np.ndarray:
     """d macro-F1 (points) / d q_i in the free coordinates (q_C = 1 - the others), of the
     expected confusion ``prior[:, None] * rates``, (C-1,): the package's gradient in the cells
-    (:func:`~adaptable.core.heldout_estimate.cell_gradient`) through row k = q_k x rates[k]."""
+    (:func:`~adaptable.core.report.heldout_estimate.cell_gradient`) through row k = q_k x rates[k]."""
     cells = cell_gradient((prior[:, None] * rates)[None], "macro_f1")[0]
     slope = 100 * (cells * rates).sum(axis=1)
     return slope[:-1] - slope[-1]

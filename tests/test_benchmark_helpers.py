@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adaptable.core.decision import score
+from adaptable.core.decision.rules import score
 
 
 @pytest.fixture(scope="module")

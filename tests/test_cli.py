@@ -926,7 +926,7 @@ def test_drift_figure_of_classes_named_low_and_high_draws_them_without_a_warning
     from sklearn.linear_model import LogisticRegression
 
     from adaptable import AdapTable
-    from adaptable.core.drift_report import report_classes
+    from adaptable.core.report.drift_log import report_classes
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(1400, 2))

@@ -7,6 +7,10 @@
    module from outside its own package.
 3. No import cycle between the package's modules, type-only imports (``if TYPE_CHECKING:``) and
    imports inside functions included.
+4. The feature groups of ``adaptable.core`` (and ``adaptable.framework`` below them) import only
+   downwards: a group imports its own modules and those of lower layers, never a higher or a
+   sibling group (``LAYERS``).
+5. The benchmark scripts obey rule 2 too: they use the package as a user or a maintainer would.
 """
 
 from __future__ import annotations
@@ -29,6 +33,25 @@ NOT_FOR_CORE = (
     "adaptable.methods",
     "adaptable.cli",
 )
+
+#: the layers under ``adaptable.core``, lowest first; a group of one layer imports only its own
+#: modules and the groups of lower layers (``adaptable.values`` and ``adaptable.encoding`` are
+#: below them all)
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("adaptable.framework",),
+    ("adaptable.core.parts",),
+    ("adaptable.core.decision",),
+    ("adaptable.core.labels",),
+    ("adaptable.core.report",),
+    ("adaptable.core.paper", "adaptable.core.recommended"),
+    ("adaptable.core.presets",),
+    ("adaptable.core.persistence",),
+    ("adaptable.core.label_intake",),
+    ("adaptable.core.estimator",),
+    ("adaptable.core",),
+)
+
+BENCHMARKS = SOURCE.parents[1] / "benchmarks"
 
 #: private imports allowed for now (none: keep it that way)
 KNOWN_PRIVATE_IMPORTS: set[tuple[str, str]] = set()
@@ -94,6 +117,43 @@ def _private_imports(imports: list[Import]) -> set[tuple[str, str]]:
     return offending
 
 
+def _group(module: str) -> tuple[int, str] | None:
+    """(layer, group) of a module under the layered packages, the most specific group first."""
+    best: tuple[int, str] | None = None
+    for depth, groups in enumerate(LAYERS):
+        for group in groups:
+            if (module == group or module.startswith(group + ".")) and (
+                best is None or len(group) > len(best[1])
+            ):
+                best = (depth, group)
+    return best
+
+
+def _layer_violations(imports: list[Import], modules: set[str]) -> list[str]:
+    offending = []
+    for i in imports:
+        submodule = f"{i.target}.{i.name}" if i.name else None
+        target = submodule if submodule in modules else i.target
+        source, destination = _group(i.module), _group(target)
+        if source is None or destination is None or source[1] == destination[1]:
+            continue
+        if destination[0] >= source[0]:
+            offending.append(f"{i.module}:{i.line} imports {target} (a higher or sibling group)")
+    return offending
+
+
+def _script_imports(folder: Path = BENCHMARKS) -> list[Import]:
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        module = f"benchmarks.{path.stem}"
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                found += [Import(module, a.name, None, node.lineno) for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found += [Import(module, node.module, a.name, node.lineno) for a in node.names]
+    return [i for i in found if i.target == "adaptable" or i.target.startswith("adaptable.")]
+
+
 def test_the_source_is_found() -> None:
     modules = {i.module for i in _imports()}
     assert {"adaptable.core.estimator", "adaptable.baselines.tent", "adaptable.cli"} <= modules
@@ -110,6 +170,42 @@ def test_no_module_imports_a_private_name_from_another_module() -> None:
     assert not new, f"private imports: {sorted(new)}"
     fixed = KNOWN_PRIVATE_IMPORTS - offending
     assert not fixed, f"fixed, so remove them from KNOWN_PRIVATE_IMPORTS: {sorted(fixed)}"
+
+
+def test_core_groups_import_only_downwards() -> None:
+    modules = {_module_name(path, SOURCE) for path in SOURCE.rglob("*.py")}
+    offending = _layer_violations(_imports(), modules)
+    assert not offending, offending
+
+
+def test_every_core_module_is_in_a_layer() -> None:
+    modules = {_module_name(path, SOURCE) for path in SOURCE.rglob("*.py")}
+    layered = [m for m in modules if m.startswith(("adaptable.core", "adaptable.framework"))]
+    assert all(
+        _group(m) is not None and _group(m)[1] != "adaptable.core" or m == "adaptable.core"
+        for m in layered
+    ), sorted(m for m in layered if _group(m) == (10, "adaptable.core"))
+
+
+def test_the_layer_rule_catches_upward_and_sibling_imports() -> None:
+    modules = {
+        "adaptable.core.paper.a",
+        "adaptable.core.recommended.b",
+        "adaptable.core.decision.c",
+    }
+    imports = [
+        Import("adaptable.core.decision.c", "adaptable.core.paper.a", None, 1),  # upwards
+        Import("adaptable.core.paper.a", "adaptable.core.recommended.b", None, 2),  # sibling
+        Import("adaptable.core.paper.a", "adaptable.core.decision", "c", 3),  # downwards: fine
+        Import("adaptable.framework.x", "adaptable.core.parts", None, 4),  # upwards
+    ]
+    assert len(_layer_violations(imports, modules)) == 3
+
+
+def test_benchmark_scripts_import_no_private_name() -> None:
+    assert _script_imports(), "no benchmark script found"
+    offending = _private_imports(_script_imports())
+    assert not offending, f"private imports in benchmarks/: {sorted(offending)}"
 
 
 def test_the_rules_catch_planted_violations(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from sklearn.preprocessing import StandardScaler
 
 import adaptable
 from adaptable import AdapTable, AdaptedClassifier, methods
-from adaptable.core.parameters import InvalidParameterError
+from adaptable.framework.parameters import InvalidParameterError
 
 
 def _task(n: int = 400, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -14,9 +14,9 @@ Usage (mutmut is not a dependency of the package: ``pip install mutmut==3.8.1`` 
 
     python tools/mutation.py                        # core + baselines, one child per CPU
     python tools/mutation.py --group core -j 2      # just adaptable/core, two children
-    python tools/mutation.py --files src/adaptable/core/decision.py
+    python tools/mutation.py --files src/adaptable/core/decision/rules.py
     python tools/mutation.py --report               # print the scores of the last run again
-    python tools/mutation.py --files src/adaptable/core/recommended_decider.py --sample 150 -j 2
+    python tools/mutation.py --files src/adaptable/core/recommended/recommended_decider.py --sample 150 -j 2
                                                     # a random sample: score and 95 % interval
 
 Prints the mutants per module (killed, survived, timeout, no tests) and the score, and writes

@@ -19,8 +19,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from adaptable.core.interface import TestTimeMethod
-from adaptable.core.parameters import InvalidParameterError
+from adaptable.framework.method import TestTimeMethod
+from adaptable.framework.parameters import InvalidParameterError
 
 # name -> (module, class); imported on demand so that asking for one method loads only it.
 _REGISTRY: dict[str, tuple[str, str]] = {

@@ -29,8 +29,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 
-from adaptable.core.interface import TestTimeMethod
-from adaptable.core.parameters import Constraint, Interval, validate_parameters
+from adaptable.framework.method import TestTimeMethod
+from adaptable.framework.parameters import Constraint, Interval, validate_parameters
 
 
 class AdaptedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):

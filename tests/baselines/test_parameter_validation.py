@@ -9,7 +9,7 @@ from sklearn.base import clone
 
 from adaptable import methods
 from adaptable.baselines.common import CheckedParameters
-from adaptable.core.parameters import InvalidParameterError
+from adaptable.framework.parameters import InvalidParameterError
 
 BASELINES = [name for name in methods.names() if name != "adaptable"]
 

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from adaptable.core import CalibratedBatch, SourceData, softmax, source_prior
-from adaptable.core.parts import FitContext, LoadContext, PartState
-from adaptable.core.state import StateReader
+from adaptable.core.parts.contexts import FitContext, LoadContext, PartState
+from adaptable.core.parts.saved_state import StateReader
 from adaptable.encoding import Encoder
 from adaptable.models import TorchSourceModel
 

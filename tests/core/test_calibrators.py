@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from adaptable.core import CALIBRATORS, GraphCalibrator, SourceData
-from adaptable.core.calibrators import (
+from adaptable.core.paper.calibrators import (
     ABLATION_CALIBRATORS,
     calibrator_state,
     fit_calibrator,
     load_calibrator,
 )
-from adaptable.core.parts import FitContext
+from adaptable.core.parts.contexts import FitContext
 
 from .conftest import load_context
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.integrate import quad
 
-from adaptable.core.class_presence import presence
-from adaptable.core.decision import label_shift_weights, plugin_weights
+from adaptable.core.decision.class_presence import presence
+from adaptable.core.decision.rules import label_shift_weights, plugin_weights
 
 
 def _two_of_three(n: int, on: float, off: float, seed: int = 0) -> np.ndarray:

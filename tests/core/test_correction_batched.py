@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adaptable.core.decision import macro_f1_threshold, macro_f1_thresholds
-from adaptable.core.feedback.correction import (
+from adaptable.core.decision.rules import macro_f1_threshold, macro_f1_thresholds
+from adaptable.core.labels.score_correction import (
     N_FOLDS,
     STRENGTHS,
     decision_rule,

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
 
-from adaptable.core import decision
-from adaptable.core.decision import (
+from adaptable.core.decision import rules as decision
+from adaptable.core.decision.rules import (
     BETAS,
     argmax_by_class,
     between_weights,

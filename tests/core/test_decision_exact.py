@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
 
-from adaptable.core.decision import (
+from adaptable.core.decision.rules import (
     choose_rule,
     confusion,
     expected_confusion,

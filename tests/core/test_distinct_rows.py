@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adaptable.core.distinct_rows import unique_rows
+from adaptable.core.decision.distinct_rows import unique_rows
 
 
 def _cases():

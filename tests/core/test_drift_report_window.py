@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
-from adaptable.core.drift_report import REPORT_BATCHES, DriftLog
+from adaptable.core.report.drift_log import REPORT_BATCHES, DriftLog
 
 from .conftest import unadapted_record
 
@@ -224,7 +224,7 @@ def test_class_names_that_only_look_like_column_parts_are_kept() -> None:
 
 
 def test_the_summary_numbers_its_batches_as_the_report_does() -> None:
-    from adaptable.core.drift_summary import summarise
+    from adaptable.core.report.drift_summary import summarise
 
     log = _log(max_batches=8, prediction_rows=10)
     _feed(log, _batches(100))

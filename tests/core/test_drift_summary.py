@@ -11,9 +11,9 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from adaptable import AdapTable
-from adaptable.core.decision import confusion, score
-from adaptable.core.drift_report import DriftLog
-from adaptable.core.drift_summary import MIN_LABELLED, VERDICTS, summarise
+from adaptable.core.decision.rules import confusion, score
+from adaptable.core.report.drift_log import DriftLog
+from adaptable.core.report.drift_summary import MIN_LABELLED, VERDICTS, summarise
 
 BATCH = 64
 

@@ -103,7 +103,7 @@ def test_the_same_random_state_gives_the_same_fitted_state(synthetic, lr_pipelin
 
 
 def test_the_rule_bootstrap_is_seeded_by_random_state(synthetic, lr_pipeline, monkeypatch) -> None:
-    from adaptable.core import recommended_decider as module
+    from adaptable.core.recommended import recommended_decider as module
 
     seeds = []
     original = module.choose_rule

@@ -1,4 +1,4 @@
-"""The labelled-rows parts (``adaptable.core.feedback``): reservoir, target prior, rule choice,
+"""The labelled-rows parts (``adaptable.core.labels``): reservoir, target prior, rule choice,
 score correction, and the four together driven as a decider would drive them."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pickle
 import numpy as np
 import pytest
 
-from adaptable.core.decision import confusion, score
-from adaptable.core.feedback import (
+from adaptable.core.decision.rules import confusion, score
+from adaptable.core.labels import (
     LabelledFeedback,
     LabelledReservoir,
     RuleComparison,
@@ -576,7 +576,7 @@ def test_labels_the_stream_does_not_back_wait_for_min_labelled_alone() -> None:
 
 
 def test_rule_patterns_are_numpys_row_wise_unique() -> None:
-    from adaptable.core.feedback import rules
+    from adaptable.core.labels import rule_choice as rules
 
     rng = np.random.default_rng(0)
     for _ in range(100):
@@ -687,7 +687,7 @@ def test_a_class_factor_multiplies_the_corrections_plug_in_weights() -> None:
 
 
 def test_presence_factor_applies_to_balanced_accuracy_on_more_than_two_classes_only() -> None:
-    from adaptable.core.decision import presence_factor
+    from adaptable.core.decision.rules import presence_factor
 
     chances = np.array([1.0, 0.2, 0.9])
     assert presence_factor("balanced_accuracy", 3, lambda: chances).tolist() == [1.0, 0.2, 0.9]

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from adaptable import AdapTable
-from adaptable.core.fitted_columns import FittedColumns
+from adaptable.framework.fitted_columns import FittedColumns
 
 WEIGHTS = np.array([[1.5, -1.5], [-0.5, 0.5], [0.0, 0.2]])
 

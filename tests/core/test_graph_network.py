@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from adaptable.core import ShiftAwareCalibrator, ShiftTrendInput
-from adaptable.core.graph_calibrator import complete_graph_kernel
-from adaptable.core.post_training import Rows
+from adaptable.core.paper.graph_calibrator import complete_graph_kernel
+from adaptable.core.paper.post_training import Rows
 
 
 def test_forward_shapes_positive_and_padding_invariant() -> None:

@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
-from adaptable.core.drift_report import DriftLog
-from adaptable.core.heldout_estimate import (
+from adaptable.core.report.drift_log import DriftLog
+from adaptable.core.report.heldout_estimate import (
     bbse_priors,
     class_offsets,
     offset_rates,
     soft_confusion,
 )
-from adaptable.core.probability import normalize
+from adaptable.framework.probability import normalize
 
 from .conftest import unadapted_record
 
@@ -251,7 +251,7 @@ def test_three_classes_and_every_objective_end_to_end() -> None:
 def test_the_stream_part_matches_the_spread_of_the_estimate_over_repeated_streams() -> None:
     """The delta-method deviation of the label distribution and of the metric from the
     stream's own noise against their spread over 300 streams of 500 rows (held-out fixed)."""
-    from adaptable.core.heldout_estimate import bbse_covariances, metric_deviation
+    from adaptable.core.report.heldout_estimate import bbse_covariances, metric_deviation
 
     rng = np.random.default_rng(7)
     heldout, heldout_y = _gaussian_classes(rng, 0.5, 20000)
@@ -276,20 +276,20 @@ def test_the_stream_part_matches_the_spread_of_the_estimate_over_repeated_stream
 
 
 def f1_from_counts(matrix: np.ndarray) -> float:
-    from adaptable.core.decision import score
+    from adaptable.core.decision.rules import score
 
     return float(score(matrix, "macro_f1"))
 
 
 def test_the_realised_variance_of_accuracy_is_binomial() -> None:
-    from adaptable.core.heldout_estimate import realised_variance
+    from adaptable.core.report.heldout_estimate import realised_variance
 
     matrices = 1000 * np.array([[[0.4, 0.1], [0.2, 0.3]]])  # accuracy 0.7 over 1,000 rows
     assert realised_variance(matrices, "accuracy")[0] == pytest.approx(0.7 * 0.3 / 1000, rel=1e-4)
 
 
 def test_the_realised_variance_of_macro_f1_matches_multinomial_draws() -> None:
-    from adaptable.core.heldout_estimate import realised_variance
+    from adaptable.core.report.heldout_estimate import realised_variance
 
     shares = np.array([0.55, 0.15, 0.1, 0.2])  # cells (0, 0), (0, 1), (1, 0), (1, 1)
     draws = np.random.default_rng(3).multinomial(500, shares, size=4000).reshape(-1, 2, 2)
@@ -302,7 +302,7 @@ def test_the_deviation_covers_the_realised_value_over_held_out_sets_and_streams(
     """Both held-out set (400 rows) and stream (300 rows) drawn anew 150 times under a pure
     label shift: the realised macro-F1 lies within two deviations of the estimate about as
     often as a normal error would (95 %)."""
-    from adaptable.core.heldout_estimate import stream_estimates
+    from adaptable.core.report.heldout_estimate import stream_estimates
 
     rng = np.random.default_rng(11)
     covered = []
@@ -319,7 +319,7 @@ def test_the_deviation_covers_the_realised_value_over_held_out_sets_and_streams(
 
 
 def test_no_deviation_where_the_estimate_clips_to_the_edge_of_the_simplex() -> None:
-    from adaptable.core.heldout_estimate import bbse_covariances
+    from adaptable.core.report.heldout_estimate import bbse_covariances
 
     soft = np.array([[0.4, 0.1], [0.1, 0.4]])
     shares = np.array([0.5, 0.5])
@@ -342,8 +342,8 @@ def test_no_deviation_where_the_estimate_clips_to_the_edge_of_the_simplex() -> N
 @pytest.mark.parametrize("objective", ["accuracy", "balanced_accuracy", "macro_f1"])
 @pytest.mark.parametrize("n_classes", [2, 3, 5])
 def test_the_cell_gradient_matches_central_differences(objective: str, n_classes: int) -> None:
-    from adaptable.core.decision import score
-    from adaptable.core.heldout_estimate import cell_gradient
+    from adaptable.core.decision.rules import score
+    from adaptable.core.report.heldout_estimate import cell_gradient
 
     rng = np.random.default_rng(n_classes)
     matrices = rng.uniform(0.5, 20.0, size=(6, n_classes, n_classes))
@@ -364,7 +364,7 @@ def test_the_cell_gradient_matches_central_differences(objective: str, n_classes
 
 
 def test_offset_rates_are_those_of_numpys_row_wise_unique(monkeypatch) -> None:
-    from adaptable.core import heldout_estimate
+    from adaptable.core.report import heldout_estimate as heldout_estimate
 
     rng = np.random.default_rng(0)
     for n_classes in (2, 3):

@@ -15,7 +15,7 @@ import scipy.sparse
 from sklearn.exceptions import DataConversionWarning, NotFittedError
 from sklearn.linear_model import LogisticRegression
 
-from adaptable.core import interface
+from adaptable.framework import method as interface
 
 
 class _Probe(interface.TestTimeMethod):

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from sklearn.isotonic import IsotonicRegression
 
-from adaptable.core.calibrators import IsotonicCalibrator
-from adaptable.core.probability import softmax
+from adaptable.core.paper.calibrators import IsotonicCalibrator
+from adaptable.framework.probability import softmax
 
 
 def _data(n_classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
-from adaptable.core.drift_report import DriftLog
-from adaptable.core.label_corrected import ResidualSums
+from adaptable.core.report.drift_log import DriftLog
+from adaptable.core.report.label_corrected_estimate import ResidualSums
 
 COLUMNS = [f"label_corrected_{w}_{k}" for w in ("source", "adapter") for k in ("so_far", "sd")]
 
@@ -186,7 +186,7 @@ def test_the_drift_figure_draws_the_label_corrected_lines() -> None:
 
 def test_the_deviation_from_the_gradients_parts_matches_the_full_form() -> None:
     # z_i = g[:, pred_i] . u_i summed in full, on three classes and every objective
-    from adaptable.core.heldout_estimate import cell_gradient
+    from adaptable.core.report.heldout_estimate import cell_gradient
 
     rng = np.random.default_rng(12)
     n, c = 40, 3
@@ -259,7 +259,7 @@ def test_more_labels_than_rows_give_no_warning_and_no_deviation() -> None:
 def test_the_gradient_of_an_empty_matrix_is_zero_without_a_warning() -> None:
     import warnings
 
-    from adaptable.core.heldout_estimate import cell_gradient
+    from adaptable.core.report.heldout_estimate import cell_gradient
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -356,7 +356,7 @@ def test_the_drift_figure_keeps_its_bands_between_0_and_100_and_skips_a_test_nev
 
 
 def test_the_drift_figure_draws_what_rests_on_labels_only_from_the_summarys_minimum() -> None:
-    from adaptable.core.drift_summary import MIN_LABELLED
+    from adaptable.core.report.drift_summary import MIN_LABELLED
     from adaptable.experiments.drift_figure import plot_drift_report
 
     log, _ = _stream(np.random.default_rng(5), n_batches=10, share=0.2)

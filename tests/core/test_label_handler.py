@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adaptable.core import label_handler as lh
+from adaptable.core.paper import label_handler as lh
 
 
 def test_smooth_weighs_previous_by_alpha() -> None:

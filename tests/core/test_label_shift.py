@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adaptable.core import label_shift
-from adaptable.core.label_shift import LabelShiftTest, feature_sums
+from adaptable.core.recommended import moment_test as label_shift
+from adaptable.core.recommended.moment_test import LabelShiftTest, feature_sums
 
 
 def test_feature_sums_equal_the_dense_one_hot_sums() -> None:

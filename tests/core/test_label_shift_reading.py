@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adaptable.core import label_shift_reading
-from adaptable.core.decision import argmax_by_class, expected_confusion, score, score_bounds
-from adaptable.core.label_shift_reading import LabelShiftReading
-from adaptable.core.prior_estimate import OnlinePriorEstimate
+from adaptable.core.decision.rules import argmax_by_class, expected_confusion, score, score_bounds
+from adaptable.core.recommended import label_shift_estimate as label_shift_reading
+from adaptable.core.recommended.label_shift_estimate import LabelShiftReading
+from adaptable.core.recommended.prior_estimate import OnlinePriorEstimate
 
 
 def full_reading(estimate: OnlinePriorEstimate, start: np.ndarray, objective: str):

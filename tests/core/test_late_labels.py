@@ -10,9 +10,9 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from adaptable import AdapTable
-from adaptable.core.decision import confusion, plugin_weights, score
-from adaptable.core.drift_report import DriftLog
-from adaptable.core.recommended_labelled import LabelledRows
+from adaptable.core.decision.rules import confusion, plugin_weights, score
+from adaptable.core.recommended.labelled_rows import LabelledRows
+from adaptable.core.report.drift_log import DriftLog
 
 BATCH = 64
 
@@ -288,8 +288,8 @@ def test_a_file_without_the_labelled_state_loads_and_predicts(shifts, tmp_path, 
 def test_drift_log_computes_expected_confusions_from_posteriors_in_bulk(monkeypatch) -> None:
     """Records given posteriors get the same expected matrices as computed batch by batch,
     whether they are settled when the pending rows fill up or when the report is read."""
-    from adaptable.core import drift_report
-    from adaptable.core.decision import expected_confusion
+    from adaptable.core.decision.rules import expected_confusion
+    from adaptable.core.report import drift_log as drift_report
 
     monkeypatch.setattr(drift_report, "PENDING_ROWS", 10)
     rng = np.random.default_rng(3)

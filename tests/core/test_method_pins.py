@@ -27,7 +27,7 @@ from adaptable.core import (
     post_train,
     softmax,
 )
-from adaptable.core.post_training import Rows, calibrator_loss, class_weights
+from adaptable.core.paper.post_training import Rows, calibrator_loss, class_weights
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from adaptable.core import (
     adjust_batch,
     softmax,
 )
-from adaptable.core.parts import FitContext
+from adaptable.core.parts.contexts import FitContext
 
 from .conftest import load_context
 

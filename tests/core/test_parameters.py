@@ -7,7 +7,7 @@ from numbers import Integral, Real
 
 import pytest
 
-from adaptable.core.parameters import (
+from adaptable.framework.parameters import (
     ColumnNames,
     Interval,
     InvalidParameterError,

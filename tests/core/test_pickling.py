@@ -98,7 +98,7 @@ def test_an_adapter_pickled_before_prior_reference_reads_label_shift_against_p_s
 
 
 def test_labelled_feedback_pickled_before_the_likelihood_incumbent_decides_as_before() -> None:
-    from adaptable.core.feedback import LabelledFeedback, ScoreRule
+    from adaptable.core.labels import LabelledFeedback, ScoreRule
 
     rng = np.random.default_rng(3)
     z = rng.normal(size=300) * 1.5

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from adaptable.core import ShiftAwareCalibrator, ShiftTrendInput
-from adaptable.core.post_training import (
+from adaptable.core.paper.post_training import (
     Rows,
     automatic_graphs_per_step,
     calibration_loss,

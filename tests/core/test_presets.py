@@ -11,7 +11,7 @@ from sklearn.base import clone
 
 from adaptable import AdapTable
 from adaptable.core import DECIDERS, PART_PARAMETERS, PaperDecider, RecommendedDecider
-from adaptable.core.graph_calibrator import GraphCalibrator
+from adaptable.core.paper.graph_calibrator import GraphCalibrator
 from adaptable.core.presets import ESTIMATOR_PARAMETERS, calibrator_name
 
 

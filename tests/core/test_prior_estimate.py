@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adaptable.core.prior_estimate import OnlinePriorEstimate
+from adaptable.core.recommended.prior_estimate import OnlinePriorEstimate
 
 
 def test_map_em_step_by_hand() -> None:

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from adaptable.core.decision import expected_confusion, score, score_bounds
-from adaptable.core.reading_bound import column_slopes, f1_gap_bounds
+from adaptable.core.decision.rules import expected_confusion, score, score_bounds
+from adaptable.core.recommended.estimate_bound import column_slopes, f1_gap_bounds
 
 
 def reweighted(posteriors: np.ndarray, source_prior: np.ndarray, share: float) -> np.ndarray:

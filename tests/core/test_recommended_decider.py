@@ -11,7 +11,7 @@ from sklearn.metrics import accuracy_score, f1_score
 from sklearn.pipeline import make_pipeline
 
 from adaptable import AdapTable
-from adaptable.core.feedback.rules import resolved
+from adaptable.core.labels.rule_choice import resolved
 from adaptable.encoding import Encoder
 
 MEANS = np.array([[0.0, 0.0, 0.0], [1.0, 0.6, 0.3]])  # class-conditional means, unit variance
@@ -153,8 +153,8 @@ def test_predict_proba_is_the_decision_of_the_chosen_rule(source) -> None:
 def test_plugin_fallback_decides_by_the_expected_objective_over_the_stream(
     source, tmp_path
 ) -> None:
-    from adaptable.core.decision import plugin_weights
-    from adaptable.core.probability import normalize
+    from adaptable.core.decision.rules import plugin_weights
+    from adaptable.framework.probability import normalize
 
     model, *_ = source
     rng = np.random.default_rng(3)
@@ -173,8 +173,8 @@ def test_plugin_fallback_decides_by_the_expected_objective_over_the_stream(
 
 
 def test_between_fallback_holds_the_plugin_decision_between_the_two_rules(source, tmp_path) -> None:
-    from adaptable.core.decision import between_weights
-    from adaptable.core.probability import normalize
+    from adaptable.core.decision.rules import between_weights
+    from adaptable.framework.probability import normalize
 
     model, *_ = source
     rng = np.random.default_rng(3)
@@ -274,7 +274,7 @@ def test_a_plain_held_out_win_lets_the_stream_check_decide_under_covariate_shift
     """Where the balanced rule beat argmax on the held-out rows without the bootstrap margin
     (evidence 0.47, as on Hospital Readmission), it is considered only once the moment test
     has rejected pure label shift, and then the stream's expected confusion decides."""
-    from adaptable.core.decision import RuleChoice
+    from adaptable.core.decision.rules import RuleChoice
 
     weak = RuleChoice(beta=0.0, source_score=0.625, balanced_score=0.626, evidence=0.47)
     shifted = covariate_shifted_stream(np.random.default_rng(7))
@@ -414,8 +414,8 @@ def test_the_label_shift_reading_scores_both_rules_on_the_reweighted_reservoir(s
 def test_label_shift_decision_is_the_plugin_rule_under_the_estimated_prior(source) -> None:
     """In the label-shift branch the output is the EM-re-weighted posteriors times the class
     weights that maximise expected macro-F1 over the reservoir (recomputed here by hand)."""
-    from adaptable.core.decision import plugin_weights
-    from adaptable.core.probability import normalize
+    from adaptable.core.decision.rules import plugin_weights
+    from adaptable.framework.probability import normalize
 
     model, *_ = source
     rng = np.random.default_rng(1)
@@ -598,7 +598,7 @@ def test_the_deciders_state_restores_mid_stream_and_continues_identically(
     synthetic, frame_logreg
 ) -> None:
     from adaptable.core import RecommendedDecider
-    from adaptable.core.decision import RuleChoice
+    from adaptable.core.decision.rules import RuleChoice
 
     from .conftest import load_context
 
@@ -643,7 +643,7 @@ def test_from_state_refuses_a_temperature_or_negative_counts(synthetic, frame_lo
 
 
 def test_the_balanced_rule_is_a_candidate_by_the_held_out_evidence(synthetic, frame_logreg):
-    from adaptable.core.decision import RuleChoice
+    from adaptable.core.decision.rules import RuleChoice
 
     decider, *_ = _decider(synthetic, frame_logreg, rule_evidence=0.8, covariate_rule_evidence=0.4)
     decider.rule = RuleChoice(beta=1.0, source_score=0.6, balanced_score=0.7, evidence=0.5)
@@ -839,7 +839,7 @@ def test_the_score_correction_weighs_classes_by_their_presence_for_multiclass_ba
 ) -> None:
     # balanced accuracy on more than two classes: the correction's plug-in rule gets the same
     # chance of each class occurring as the unlabelled rules (it would boost absent classes)
-    import adaptable.core.feedback.learner as learner
+    import adaptable.core.labels.labelled_choice as learner
 
     fitted = []
     original = learner.fit_correction

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from adaptable.core import ColumnLayout, ShiftAwareCalibrator
-from adaptable.core.shift_trend import correlation_adjacency, normalized_adjacency
+from adaptable.core.paper.shift_trend import correlation_adjacency, normalized_adjacency
 from adaptable.encoding import Encoder
 
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from adaptable.core.state import StateReader
+from adaptable.core.parts.saved_state import StateReader
 
 FORMATS = ("adaptable.AdapTable/2", "adaptable.AdapTable/1")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adaptable.core.calibrators import TemperatureCalibrator
+from adaptable.core.paper.calibrators import TemperatureCalibrator
 
 
 def _nll(logits: np.ndarray, labels: np.ndarray, t: float) -> float:

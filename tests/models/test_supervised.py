@@ -7,7 +7,7 @@ import pytest
 from scipy.special import softmax
 
 from adaptable import models
-from adaptable.core.model_adapter import as_logit_function
+from adaptable.framework.model_adapter import as_logit_function
 from adaptable.models.supervised import (
     SEARCH_SPACES,
     SUPERVISED,

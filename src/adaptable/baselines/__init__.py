@@ -1,6 +1,6 @@
 """Test-time adaptation baselines and label-shift classics, one module per method.
 
-All follow :class:`adaptable.core.interface.TestTimeMethod`; create them by name through the one
+All follow :class:`adaptable.framework.method.TestTimeMethod`; create them by name through the one
 registry, :func:`adaptable.methods.create`.
 
 - parameter-updating (torch source models only): :class:`PseudoLabel` (``pl``), :class:`Tent`

@@ -28,9 +28,9 @@ import numpy as np
 
 from adaptable.baselines.common import FLAG
 from adaptable.baselines.prior_shift import PriorShiftMethod
-from adaptable.core import softmax
-from adaptable.core.heldout_estimate import soft_confusion
-from adaptable.core.parameters import Constraint
+from adaptable.core.report.heldout_estimate import soft_confusion
+from adaptable.framework.parameters import Constraint
+from adaptable.framework.probability import softmax
 
 
 def confusion_joint(predicted: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:

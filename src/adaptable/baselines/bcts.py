@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from adaptable.core import softmax
+from adaptable.framework.probability import softmax
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from adaptable.core import softmax
-from adaptable.core.parameters import Constraint, Interval, validate_parameters
+from adaptable.framework.parameters import Constraint, Interval, validate_parameters
+from adaptable.framework.probability import softmax
 
 #: what a flag parameter accepts (numpy's booleans come out of arrays and configuration files)
 FLAG: list[Constraint] = [bool, np.bool_]
@@ -25,8 +25,8 @@ class CheckedParameters:
     """Mixin (before :class:`~adaptable.core.TestTimeMethod`): the parameters are checked
     against ``_parameter_constraints`` at construction, in ``set_params`` and in ``fit``.
 
-    The same mechanism as AdapTable's (:mod:`adaptable.core.parameters`), so that every method
-    refuses a bad value with an :class:`~adaptable.core.parameters.InvalidParameterError` naming
+    The same mechanism as AdapTable's (:mod:`adaptable.framework.parameters`), so that every method
+    refuses a bad value with an :class:`~adaptable.framework.parameters.InvalidParameterError` naming
     it, whether it came through the constructor, through ``set_params`` (what ``clone`` and
     ``GridSearchCV`` use) or by assigning the attribute. A subclass extends its parent's
     constraints: ``{**Parent._parameter_constraints, "knn": [Interval(Integral, 1, None)]}``,
@@ -37,7 +37,7 @@ class CheckedParameters:
         >>> LAME().set_params(knn=0)
         Traceback (most recent call last):
         ...
-        adaptable.core.parameters.InvalidParameterError: The 'knn' parameter of LAME must be an integer in [1, inf); got 0.
+        adaptable.framework.parameters.InvalidParameterError: The 'knn' parameter of LAME must be an integer in [1, inf); got 0.
     """  # noqa: E501
 
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {}

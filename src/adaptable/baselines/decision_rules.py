@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from adaptable.baselines.source import SourceOnly
-from adaptable.core import normalize, source_prior
-from adaptable.core.interface import SourceData
+from adaptable.core.paper.label_handler import source_prior
+from adaptable.framework.method import SourceData
+from adaptable.framework.probability import normalize
 
 
 class BalancedDecision(SourceOnly):

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from adaptable.baselines.common import softmax_entropy
 from adaptable.baselines.episodic import EpisodicTorchMethod
-from adaptable.core.parameters import Constraint, Interval
+from adaptable.framework.parameters import Constraint, Interval
 
 
 class EATA(EpisodicTorchMethod):

@@ -18,8 +18,8 @@ import numpy as np
 from adaptable.baselines.bcts import BiasCorrectedTemperature, fit_bcts
 from adaptable.baselines.common import FLAG
 from adaptable.baselines.prior_shift import PriorShiftMethod
-from adaptable.core import normalize, softmax
-from adaptable.core.parameters import Constraint, Interval
+from adaptable.framework.parameters import Constraint, Interval
+from adaptable.framework.probability import normalize, softmax
 
 
 def em_prior(

@@ -37,9 +37,8 @@ from adaptable.baselines.common import (
     require_torch_source_model,
     to_numpy_proba,
 )
-from adaptable.core import TestTimeMethod
-from adaptable.core.interface import SourceData
-from adaptable.core.parameters import Constraint, Interval
+from adaptable.framework.method import SourceData, TestTimeMethod
+from adaptable.framework.parameters import Constraint, Interval
 
 
 class EpisodicTorchMethod(CheckedParameters, TestTimeMethod):

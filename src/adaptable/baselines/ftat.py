@@ -66,15 +66,11 @@ from adaptable.baselines.common import (
     require_torch_source_model,
     softmax_entropy,
 )
-from adaptable.core import (
-    TestTimeMethod,
-    as_logit_function,
-    normalize,
-    softmax,
-    source_prior,
-)
-from adaptable.core.interface import SourceData
-from adaptable.core.parameters import Constraint, Interval
+from adaptable.core.paper.label_handler import source_prior
+from adaptable.framework.method import SourceData, TestTimeMethod
+from adaptable.framework.model_adapter import as_logit_function
+from adaptable.framework.parameters import Constraint, Interval
+from adaptable.framework.probability import normalize, softmax
 
 __all__ = ["FTAT", "confident_distribution_step", "consistent_rows", "ensemble_weights"]
 

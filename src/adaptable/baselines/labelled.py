@@ -13,7 +13,7 @@ any share, any delay, several calls between two batches) and adapts its outputs 
   stochastic gradient step per labelled row in arrival order.
 
 Each decides for ``objective`` as the recommended adapter does: the plug-in class weights
-(:func:`adaptable.core.decision.plugin_weights`) over a uniform reservoir of the stream's rows,
+(:func:`adaptable.core.decision.rules.plugin_weights`) over a uniform reservoir of the stream's rows,
 re-scored by the method's corrected posteriors (``"accuracy"``: their argmax). They need only
 the model's outputs, so they apply to any model. Before any label each is the model's argmax
 (``labelled_prior``: the balanced rule's posteriors, Laplace's counts being uniform).
@@ -36,11 +36,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from adaptable.baselines.common import CheckedParameters
-from adaptable.core import TestTimeMethod, as_logit_function, normalize, softmax, source_prior
-from adaptable.core.decision import OBJECTIVES, plugin_weights
-from adaptable.core.feedback import LabelledReservoir, fit_affine
-from adaptable.core.interface import SourceData
-from adaptable.core.parameters import Constraint, Interval, StrOptions
+from adaptable.core.decision.rules import OBJECTIVES, plugin_weights
+from adaptable.core.labels import LabelledReservoir, fit_affine
+from adaptable.core.paper.label_handler import source_prior
+from adaptable.framework.method import SourceData, TestTimeMethod
+from adaptable.framework.model_adapter import as_logit_function
+from adaptable.framework.parameters import Constraint, Interval, StrOptions
+from adaptable.framework.probability import normalize, softmax
 
 
 class LabelledAnchor(CheckedParameters, TestTimeMethod):
@@ -49,7 +51,7 @@ class LabelledAnchor(CheckedParameters, TestTimeMethod):
 
     Args:
         objective: the metric to decide for, one of
-            :data:`adaptable.core.decision.OBJECTIVES`.
+            :data:`adaptable.core.decision.rules.OBJECTIVES`.
         capacity: labelled rows kept, and stream rows kept for the plug-in decision.
         seed: seeds both reservoirs.
 
@@ -151,7 +153,7 @@ class LabelledRecalibration(LabelledAnchor):
 
     Args:
         strength: the ridge towards the model (a = 1, b = 0), in rows' worth (see
-            :func:`adaptable.core.feedback.fit_affine`); small, so the labels decide.
+            :func:`adaptable.core.labels.fit_affine`); small, so the labels decide.
         min_labelled: labelled rows before the first fit (the model's posteriors until then).
         objective, capacity, seed: see :class:`LabelledAnchor`.
 

@@ -20,9 +20,9 @@ import numpy as np
 import torch
 
 from adaptable.baselines.source import SourceOnly
-from adaptable.core import softmax
-from adaptable.core.interface import SourceData
-from adaptable.core.parameters import Constraint, Interval
+from adaptable.framework.method import SourceData
+from adaptable.framework.parameters import Constraint, Interval
+from adaptable.framework.probability import softmax
 
 
 class LAME(SourceOnly):

@@ -46,9 +46,11 @@ import numpy as np
 from adaptable.baselines.bbse import confusion_joint, confusion_soft
 from adaptable.baselines.bcts import BiasCorrectedTemperature, fit_bcts
 from adaptable.baselines.common import FLAG, CheckedParameters
-from adaptable.core import TestTimeMethod, as_logit_function, normalize, softmax, source_prior
-from adaptable.core.interface import SourceData
-from adaptable.core.parameters import Constraint, Interval
+from adaptable.core.paper.label_handler import source_prior
+from adaptable.framework.method import SourceData, TestTimeMethod
+from adaptable.framework.model_adapter import as_logit_function
+from adaptable.framework.parameters import Constraint, Interval
+from adaptable.framework.probability import normalize, softmax
 
 __all__ = [
     "FLHFTL",

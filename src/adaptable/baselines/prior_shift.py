@@ -17,15 +17,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from adaptable.baselines.common import CheckedParameters
-from adaptable.core import (
-    OnlinePrior,
-    TestTimeMethod,
-    as_logit_function,
-    normalize,
-    source_prior,
-)
-from adaptable.core.interface import SourceData
-from adaptable.core.parameters import Constraint, Interval
+from adaptable.core import OnlinePrior
+from adaptable.core.paper.label_handler import source_prior
+from adaptable.framework.method import SourceData, TestTimeMethod
+from adaptable.framework.model_adapter import as_logit_function
+from adaptable.framework.parameters import Constraint, Interval
+from adaptable.framework.probability import normalize
 
 
 class PriorShiftMethod(CheckedParameters, TestTimeMethod):

@@ -29,7 +29,7 @@ import torch
 
 from adaptable.baselines.common import softmax_entropy
 from adaptable.baselines.episodic import EpisodicTorchMethod
-from adaptable.core.parameters import Constraint, Interval
+from adaptable.framework.parameters import Constraint, Interval
 
 
 class SAR(EpisodicTorchMethod):

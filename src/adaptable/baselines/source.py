@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 
 from adaptable.baselines.common import CheckedParameters
-from adaptable.core import TestTimeMethod, as_logit_function, softmax
-from adaptable.core.interface import SourceData
+from adaptable.framework.method import SourceData, TestTimeMethod
+from adaptable.framework.model_adapter import as_logit_function
+from adaptable.framework.probability import softmax
 
 
 class SourceOnly(CheckedParameters, TestTimeMethod):

@@ -34,7 +34,7 @@ from torch import nn
 
 from adaptable.baselines.common import NumberSequence
 from adaptable.baselines.episodic import EpisodicTorchMethod
-from adaptable.core.parameters import Constraint, Interval
+from adaptable.framework.parameters import Constraint, Interval
 
 
 class TTTPlusPlus(EpisodicTorchMethod):

@@ -1,36 +1,26 @@
-"""AdapTable itself, the interface every test-time method shares, and the model adapter.
-
-AdapTable is a thin estimator holding two parts, a calibrator and a decider; the preset chooses
-the decider. One module per job:
+"""AdapTable: a thin estimator holding two parts, a calibrator and a decider; the preset chooses
+the decider. One folder per feature, lower ones never importing higher ones:
 
 - ``estimator.py``: :class:`AdapTable` (fit, predict_proba, state, save / load);
-- ``presets.py``: which decider each preset builds, and which parameters each part owns;
-- ``deciders.py``: the decider interface (:class:`Decider`, :class:`CalibratedBatch`,
-  :class:`Decision`); ``paper_decider.py``: the paper's (:class:`PaperDecider`);
-  ``recommended_decider.py``: the recommended preset's (:class:`RecommendedDecider`: rule
-  choice, label-shift tests, online prior, fallbacks, stream check);
-- ``label_handler.py``: the paper's label distribution handler, step by step;
-- ``decision.py``: decision rules for an objective; ``label_shift.py``: the moment-matching
-  label-shift test; ``prior_estimate.py``: the MAP-EM target-prior estimate;
-  ``label_shift_reading.py``: the stream read as a label shift, re-read only when a bound says
-  its answer could change;
-- ``feedback/``: labelled target rows that arrive late (``AdapTable.partial_fit``);
-  ``drift_report.py``: the per-batch record behind ``AdapTable.report``;
-  ``drift_summary.py``: ``AdapTable.drift_summary``'s verdict against the held-out reference;
-- ``shift_trend.py``: source statistics and the shift trend (Eq. 1);
-- ``graph_network.py``: the network g_phi; ``post_training.py``: its post-training;
-  ``kernel.py``: its complete-graph forward pass in numpy; ``graph_calibrator.py``: g_phi as a
-  calibrator part (fit, calibrate, state);
-- ``calibrators.py``: the ablation calibrators and the calibrator registry;
-- ``parts.py``: what the estimator hands its parts (fit and load contexts, saved state);
-  ``state.py``: checked reading of a saved file; ``serialization.py``: save / load;
-- ``interface.py``: :class:`TestTimeMethod`, labels handled once for every method;
-- ``model_adapter.py``: any model (torch, predict_proba, callable) -> logits;
-- ``probability.py``: the package's one softmax and norm;
-- ``parameters.py``: constructor-parameter constraints.
+  ``label_intake.py``: its ``partial_fit``, ``report`` and ``drift_summary`` (labels that come
+  back, checked and handed to the decider); ``presets.py``: which decider each preset builds
+  and which parameters each part owns;
+- ``paper/``: the paper's method (the shift-aware calibrator g_phi, the ablation calibrators,
+  the label distribution handler and the paper preset's decider);
+- ``recommended/``: the default preset's decider (rule choice, label-shift tests and estimate,
+  and what it does with labels that come back);
+- ``labels/``: learning from labelled target rows (reservoir, target prior, rule choice on
+  labelled rows, score correction);
+- ``report/``: the drift report and its estimates, and the drift summary's verdict;
+- ``decision/``: decision rules and scores for an objective, shared by the groups above;
+- ``parts/``: what the estimator hands its parts, and the decider interface;
+- ``persistence/``: save / load, and objects pickled by earlier versions.
+
+What every method shares (the method interface, the model adapter, parameter constraints, the
+one softmax) is in :mod:`adaptable.framework`.
 
 Where each step of Algorithm 1 lives (read beside Section 3, Algorithm 1 and Appendix A of the
-paper; ``docs/method.md`` gives every deliberate difference, and the code marks each with a
+paper, in ``paper/``; ``docs/method.md`` gives every deliberate difference, and the code marks each with a
 "Deliberate difference:" comment). "Line" is the line number of Algorithm 1, counting every line
 of the listing, Input and Parameters included.
 
@@ -82,14 +72,20 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-#: public name -> the submodule that defines it
+from adaptable.core.parts.earlier_pickles import install as install_earlier_paths
+
+#: public name -> the module that defines it
 _EXPORTS = {
-    "estimator": ("AdapTable", "AdapTableState"),
-    "presets": ("DECIDERS", "PART_PARAMETERS", "PRESETS"),
-    "deciders": ("CalibratedBatch", "Decider", "Decision"),
-    "paper_decider": ("PaperDecider",),
-    "recommended_decider": ("FALLBACKS", "STREAM_CHECKS", "RecommendedDecider"),
-    "label_handler": (
+    "adaptable.core.estimator": ("AdapTable", "AdapTableState"),
+    "adaptable.core.presets": ("DECIDERS", "PART_PARAMETERS", "PRESETS"),
+    "adaptable.core.parts.decider": ("CalibratedBatch", "Decider", "Decision"),
+    "adaptable.core.paper.paper_decider": ("PaperDecider",),
+    "adaptable.core.recommended.recommended_decider": (
+        "FALLBACKS",
+        "STREAM_CHECKS",
+        "RecommendedDecider",
+    ),
+    "adaptable.core.paper.label_handler": (
         "BatchResult",
         "OnlinePrior",
         "adjust_batch",
@@ -101,16 +97,21 @@ _EXPORTS = {
         "source_prior",
         "uncertainty",
     ),
-    "shift_trend": ("ADJACENCIES", "ColumnLayout", "ShiftTrendInput", "SourceStatistics"),
-    "graph_network": ("ShiftAwareCalibrator",),
-    "graph_calibrator": ("GraphCalibrator",),
-    "post_training": (
+    "adaptable.core.paper.shift_trend": (
+        "ADJACENCIES",
+        "ColumnLayout",
+        "ShiftTrendInput",
+        "SourceStatistics",
+    ),
+    "adaptable.core.paper.graph_network": ("ShiftAwareCalibrator",),
+    "adaptable.core.paper.graph_calibrator": ("GraphCalibrator",),
+    "adaptable.core.paper.post_training": (
         "PostTrainingReport",
         "calibration_loss",
         "focal_loss",
         "post_train",
     ),
-    "calibrators": (
+    "adaptable.core.paper.calibrators": (
         "CALIBRATORS",
         "Calibrator",
         "IsotonicCalibrator",
@@ -119,21 +120,24 @@ _EXPORTS = {
         "PlattCalibrator",
         "TemperatureCalibrator",
     ),
-    "interface": ("SourceData", "TestTimeMethod"),
-    "kernel": ("CompleteGraphKernel",),
-    "model_adapter": ("LogitFunction", "as_logit_function"),
-    "parameters": ("InvalidParameterError",),
-    "probability": ("normalize", "softmax"),
+    "adaptable.framework.method": ("SourceData", "TestTimeMethod"),
+    "adaptable.core.paper.graph_numpy_forward": ("CompleteGraphKernel",),
+    "adaptable.framework.model_adapter": ("LogitFunction", "as_logit_function"),
+    "adaptable.framework.parameters": ("InvalidParameterError",),
+    "adaptable.framework.probability": ("normalize", "softmax"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = sorted(_MODULE_OF)
 
 
+install_earlier_paths()
+
+
 def __getattr__(name: str) -> Any:
     if name not in _MODULE_OF:
         raise AttributeError(f"module 'adaptable.core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"adaptable.core.{_MODULE_OF[name]}"), name)
+    value = getattr(importlib.import_module(_MODULE_OF[name]), name)
     globals()[name] = value  # later look-ups skip this function
     return value
 

@@ -1,10 +1,10 @@
 """The estimator :class:`AdapTable`: a calibrator and a decider around any classifier.
 
-The estimator reads the model (:mod:`~adaptable.core.model_adapter`), encodes each batch once
+The estimator reads the model (:mod:`~adaptable.framework.model_adapter`), encodes each batch once
 where a part reads features, and passes the logits through its two parts: the calibrator
-(:mod:`~adaptable.core.calibrators`) and the decider (:mod:`~adaptable.core.deciders`), which
+(:mod:`~adaptable.core.paper.calibrators`) and the decider (:mod:`~adaptable.core.parts.decider`), which
 the preset chooses (:mod:`~adaptable.core.presets`). Saving and loading assemble the parts' own
-states (:mod:`~adaptable.core.serialization`).
+states (:mod:`~adaptable.core.persistence.save_file`).
 """
 
 from __future__ import annotations
@@ -19,20 +19,21 @@ import numpy as np
 import pandas as pd
 import torch
 
-from adaptable.core.calibrators import CALIBRATORS, fit_calibrator
-from adaptable.core.deciders import CalibratedBatch, Decision
-from adaptable.core.drift_report import REPORT_BATCHES
-from adaptable.core.fitted_columns import FittedColumns
-from adaptable.core.interface import SourceData, TestTimeMethod, check_model_classes
-from adaptable.core.label_handler import source_prior
-from adaptable.core.late_labels import LateLabels
-from adaptable.core.model_adapter import as_logit_function, checked_logits, rows_checked
-from adaptable.core.parameters import InvalidParameterError, validate_parameters
-from adaptable.core.parts import FitContext, source_rows
-from adaptable.core.post_training import Progress
+from adaptable.core.label_intake import LateLabels
+from adaptable.core.paper.calibrators import CALIBRATORS, fit_calibrator
+from adaptable.core.paper.label_handler import source_prior
+from adaptable.core.paper.post_training import Progress
+from adaptable.core.parts.contexts import FitContext, source_rows
+from adaptable.core.parts.decider import CalibratedBatch, Decision
+from adaptable.core.parts.earlier_pickles import with_added_attributes
+from adaptable.core.persistence.save_file import SavedAdapTable, read, write
 from adaptable.core.presets import DECIDERS, PARAMETER_CONSTRAINTS, calibrator_name
-from adaptable.core.serialization import SavedAdapTable, read, write
+from adaptable.core.report.drift_log import REPORT_BATCHES
 from adaptable.encoding import EncodedBatch, Encoder
+from adaptable.framework.fitted_columns import FittedColumns
+from adaptable.framework.method import SourceData, TestTimeMethod, check_model_classes
+from adaptable.framework.model_adapter import as_logit_function, checked_logits, rows_checked
+from adaptable.framework.parameters import InvalidParameterError, validate_parameters
 
 
 @dataclass(frozen=True)
@@ -84,10 +85,10 @@ class AdapTable(LateLabels, TestTimeMethod):
 
     - ``preset="default"`` (recommended): decides for ``objective`` and corrects for label
       shift only where the stream supports it
-      (:class:`~adaptable.core.recommended_decider.RecommendedDecider`; no calibrator).
+      (:class:`~adaptable.core.recommended.recommended_decider.RecommendedDecider`; no calibrator).
     - ``preset="paper"``: Algorithm 1 of Kim et al. (NeurIPS 2024) exactly: the shift-aware
-      calibrator g_phi (:class:`~adaptable.core.graph_calibrator.GraphCalibrator`) and the label
-      distribution handler (:class:`~adaptable.core.paper_decider.PaperDecider`).
+      calibrator g_phi (:class:`~adaptable.core.paper.graph_calibrator.GraphCalibrator`) and the label
+      distribution handler (:class:`~adaptable.core.paper.paper_decider.PaperDecider`).
 
     **predict_proba is stateful.** Each call adapts to its batch *and* advances the online
     state, which the next batch starts from: calling it twice on the same batch may give two
@@ -101,7 +102,7 @@ class AdapTable(LateLabels, TestTimeMethod):
         calibrator: ``"auto"`` (the preset's: ``"none"`` / ``"gnn"``), ``"gnn"``,
             ``"temperature"``, ``"none"``, ``"platt"``, ``"isotonic"``, or
             ``"oracle_test_labels"`` (paper preset, the paper's oracle table only: pass
-            ``oracle_labels=`` to :meth:`predict_proba`). See :mod:`adaptable.core.calibrators`.
+            ``oracle_labels=`` to :meth:`predict_proba`). See :mod:`adaptable.core.paper.calibrators`.
         numerical, categorical: column kinds for the Encoder; inferred from dtypes when ``None``.
         output: what the model gives (see :func:`~adaptable.core.as_logit_function`).
         random_state: seeds every random draw of the parts.
@@ -112,18 +113,18 @@ class AdapTable(LateLabels, TestTimeMethod):
     ``objective``, ``shift_test_threshold``, ``prior_strength``, ``label_shift_level``,
     ``rule_evidence``, ``covariate_rule_evidence``, ``fallback``, ``stream_check``,
     ``prior_reference``, ``report_batches``:
-    :class:`~adaptable.core.recommended_decider.RecommendedDecider`;
+    :class:`~adaptable.core.recommended.recommended_decider.RecommendedDecider`;
     ``alpha``, ``q_low``, ``q_high``, ``temperature``, ``max_temperature``:
-    :class:`~adaptable.core.paper_decider.PaperDecider`; ``adjacency``, ``batch_size``,
+    :class:`~adaptable.core.paper.paper_decider.PaperDecider`; ``adjacency``, ``batch_size``,
     ``hidden``, ``epochs``, ``patience``, ``lr``, ``weight_decay``, ``gamma``, ``cal_weight``,
-    ``graphs_per_step``: :class:`~adaptable.core.graph_calibrator.GraphCalibrator`
+    ``graphs_per_step``: :class:`~adaptable.core.paper.graph_calibrator.GraphCalibrator`
     (:data:`~adaptable.core.presets.PART_PARAMETERS` lists them).
 
     Attributes (after fit):
         classes_, n_classes_, source_prior_: the labels (sorted), C, and p_s.
         encoder_: the Encoder the parts read the batches through (``None`` where none does).
         columns_: fitted on a DataFrame: its columns
-            (:class:`~adaptable.core.fitted_columns.FittedColumns`); every later DataFrame
+            (:class:`~adaptable.framework.fitted_columns.FittedColumns`); every later DataFrame
             reaches the model with these columns in this order, found by name (extra columns
             left out; a missing one is refused); ``None`` after a fit on arrays.
         calibrator_, decider_: the fitted parts.
@@ -141,11 +142,12 @@ class AdapTable(LateLabels, TestTimeMethod):
     name = "adaptable"
     updates_parameters = False
     _parameter_constraints = PARAMETER_CONSTRAINTS
-    # (objects pickled before fit kept the columns read batches as given; before the report's
-    # window, every batch's record; before prior_reference, label shift was read against p_s)
+    #: the columns a DataFrame fit saw (None: rows read by position)
     columns_: FittedColumns | None = None
-    report_batches: int | None = REPORT_BATCHES
-    prior_reference: str = "labels"
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickling, earlier versions' pickles included (``parts.earlier_pickles``)."""
+        super().__setstate__(with_added_attributes("AdapTable", state))
 
     def __init__(
         self,

@@ -10,12 +10,12 @@ from __future__ import annotations
 from numbers import Integral
 from typing import Any
 
-from adaptable.core.calibrators import CALIBRATOR_PARAMETERS, CALIBRATORS
-from adaptable.core.deciders import Decider
-from adaptable.core.model_adapter import OUTPUTS
-from adaptable.core.paper_decider import PaperDecider
-from adaptable.core.parameters import ColumnNames, Constraint, Interval, StrOptions
-from adaptable.core.recommended_decider import RecommendedDecider
+from adaptable.core.paper.calibrators import CALIBRATOR_PARAMETERS, CALIBRATORS
+from adaptable.core.paper.paper_decider import PaperDecider
+from adaptable.core.parts.decider import Decider
+from adaptable.core.recommended.recommended_decider import RecommendedDecider
+from adaptable.framework.model_adapter import OUTPUTS
+from adaptable.framework.parameters import ColumnNames, Constraint, Interval, StrOptions
 
 #: preset -> the decider it builds; "default" is the recommended adapter
 DECIDERS: dict[str, type[Decider]] = {

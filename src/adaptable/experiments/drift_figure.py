@@ -43,8 +43,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from adaptable.core.drift_report import report_classes
-from adaptable.core.drift_summary import MIN_LABELLED
+from adaptable.core.report.drift_log import report_classes
+from adaptable.core.report.drift_summary import MIN_LABELLED
 from adaptable.experiments.plots import save_figure
 
 

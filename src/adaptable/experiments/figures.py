@@ -121,7 +121,6 @@ def calibration_analysis(
     Raises:
         ValueError: the method exposes no per-row temperatures.
     """
-    from adaptable.core import as_logit_function, softmax
     from adaptable.datasets import fit_encoder
     from adaptable.experiments.report import progress_bar
     from adaptable.experiments.runner import (
@@ -130,6 +129,8 @@ def calibration_analysis(
         predict_stream,
         shifted_stream,
     )
+    from adaptable.framework.model_adapter import as_logit_function
+    from adaptable.framework.probability import softmax
 
     # The runner fits the method as every experiment does (same seeding), once for all scenarios.
     spec = ExperimentSpec(dataset_name, "natural", model_name, method, seed, method_options(method))

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from adaptable.core.probability import softmax
 from adaptable.experiments.runner import Components
+from adaptable.framework.probability import softmax
 
 #: how many source models each process trained, by (dataset, model, seed); tests read it
 TRAIN_CALLS: dict[tuple[str, str, int], int] = {}

@@ -1,0 +1,159 @@
+"""Objects pickled by earlier versions of the package: where their classes live now, and the
+attributes they lack.
+
+Pickle (and joblib) records an object by its class's module path and its attributes as they
+were. Two things change between versions: a module moves, and a class gains an attribute. Both
+are answered here, one table each, so that no class carries compatibility code of its own:
+
+- :data:`MOVED_MODULES`: a module path of an earlier version -> where its names live now.
+  :func:`install` (called by ``import adaptable.core``) lets the unpickler import the old path.
+- :data:`ADDED_ATTRIBUTES`: class name -> attribute -> the value that keeps an object pickled
+  before the attribute existed behaving as it did (a callable receives the pickled state).
+  Each class's ``__setstate__`` passes its state through :func:`with_added_attributes`.
+
+A later change that moves a module or adds an attribute to a pickled class adds its row here.
+
+Example:
+    >>> state = with_added_attributes("LabelledFeedback", {"objective": "macro_f1"})
+    >>> state["likelihood_incumbent"]
+    False
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+from collections.abc import Callable, Mapping
+from typing import Any
+
+#: earlier module path -> the module that holds its names now (the regrouping by feature)
+MOVED_MODULES: Mapping[str, str] = {
+    "adaptable.core.interface": "adaptable.framework.method",
+    "adaptable.core.parameters": "adaptable.framework.parameters",
+    "adaptable.core.probability": "adaptable.framework.probability",
+    "adaptable.core.model_adapter": "adaptable.framework.model_adapter",
+    "adaptable.core.fitted_columns": "adaptable.framework.fitted_columns",
+    "adaptable.core.deciders": "adaptable.core.parts.decider",
+    "adaptable.core.state": "adaptable.core.parts.saved_state",
+    "adaptable.core.decision": "adaptable.core.decision.rules",
+    "adaptable.core.distinct_rows": "adaptable.core.decision.distinct_rows",
+    "adaptable.core.class_presence": "adaptable.core.decision.class_presence",
+    "adaptable.core.shift_trend": "adaptable.core.paper.shift_trend",
+    "adaptable.core.graph_network": "adaptable.core.paper.graph_network",
+    "adaptable.core.post_training": "adaptable.core.paper.post_training",
+    "adaptable.core.kernel": "adaptable.core.paper.graph_numpy_forward",
+    "adaptable.core.graph_calibrator": "adaptable.core.paper.graph_calibrator",
+    "adaptable.core.calibrators": "adaptable.core.paper.calibrators",
+    "adaptable.core.label_handler": "adaptable.core.paper.label_handler",
+    "adaptable.core.paper_decider": "adaptable.core.paper.paper_decider",
+    "adaptable.core.feedback": "adaptable.core.labels",
+    "adaptable.core.feedback.reservoir": "adaptable.core.labels.reservoir",
+    "adaptable.core.feedback.prior": "adaptable.core.labels.label_prior",
+    "adaptable.core.feedback.rules": "adaptable.core.labels.rule_choice",
+    "adaptable.core.feedback.correction": "adaptable.core.labels.score_correction",
+    "adaptable.core.feedback.learner": "adaptable.core.labels.labelled_choice",
+    "adaptable.core.drift_report": "adaptable.core.report.drift_log",
+    "adaptable.core.drift_log_state": "adaptable.core.report.log_storage",
+    "adaptable.core.drift_log_rows": "adaptable.core.report.row_labels",
+    "adaptable.core.drift_summary": "adaptable.core.report.drift_summary",
+    "adaptable.core.heldout_estimate": "adaptable.core.report.heldout_estimate",
+    "adaptable.core.label_corrected": "adaptable.core.report.label_corrected_estimate",
+    "adaptable.core.recommended_decider": "adaptable.core.recommended.recommended_decider",
+    "adaptable.core.recommended_labelled": "adaptable.core.recommended.labelled_rows",
+    "adaptable.core.label_shift": "adaptable.core.recommended.moment_test",
+    "adaptable.core.prior_estimate": "adaptable.core.recommended.prior_estimate",
+    "adaptable.core.label_shift_reading": "adaptable.core.recommended.label_shift_estimate",
+    "adaptable.core.reading_bound": "adaptable.core.recommended.estimate_bound",
+    "adaptable.core.serialization": "adaptable.core.persistence.save_file",
+    "adaptable.core.late_labels": "adaptable.core.label_intake",
+}
+
+#: the report's window when a log or an adapter was pickled before it had one (records kept
+#: since then are bounded by this many batches; equal to the report's ``REPORT_BATCHES``)
+EARLIER_REPORT_BATCHES = 1 << 14
+
+#: class name -> attribute -> its value for an object pickled before the attribute existed
+ADDED_ATTRIBUTES: Mapping[str, Mapping[str, Any]] = {
+    "AdapTable": {
+        # before fit kept the columns, batches were read as given
+        "columns_": None,
+        # before the report's window, every batch's record was kept
+        "report_batches": EARLIER_REPORT_BATCHES,
+        # before prior_reference, label shift was read against p_s
+        "prior_reference": "labels",
+    },
+    "RecommendedDecider": {
+        "report_batches": EARLIER_REPORT_BATCHES,
+        "prior_reference": "labels",
+    },
+    "LabelledFeedback": {
+        # before the likelihood incumbent, the labels' rule choice started from the reading
+        "likelihood_incumbent": False,
+    },
+    "DriftLog": {
+        # before labels were kept by row id, none were
+        "_given": {},
+        # before the report could forget records, none were forgotten
+        "dropped": 0,
+        "max_batches": EARLIER_REPORT_BATCHES,
+        "_start_base": lambda state: state.get("dropped", 0),
+    },
+}
+
+
+def with_added_attributes(class_name: str, state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` (a pickled ``__dict__``) with every attribute that ``class_name`` gained since
+    it was pickled set to the value that keeps the object behaving as it did.
+
+    Args:
+        class_name: a key of :data:`ADDED_ATTRIBUTES` (another name: ``state`` unchanged).
+        state: the unpickled attribute dictionary.
+
+    Returns:
+        a new dictionary; attributes present in ``state`` are kept as they are.
+    """
+    missing = {
+        name: value(state) if isinstance(value, Callable) else _fresh(value)
+        for name, value in ADDED_ATTRIBUTES.get(class_name, {}).items()
+        if name not in state
+    }
+    return {**state, **missing}
+
+
+def _fresh(value: Any) -> Any:
+    # a mutable default must not be shared between objects
+    return type(value)() if isinstance(value, dict | list | set) and not value else value
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports an earlier module path as a stand-in whose names are read from the new module."""
+
+    def find_spec(
+        self, fullname: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in MOVED_MODULES:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        module = types.ModuleType(spec.name, f"Moved to {MOVED_MODULES[spec.name]}.")
+        current = importlib.import_module(MOVED_MODULES[spec.name])
+        # a stand-in, not the module itself: the module keeps its own name, so objects
+        # pickled from now on record where their classes live now
+        module.__getattr__ = lambda name: getattr(current, name)  # type: ignore[method-assign]
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+_FINDER = _MovedModuleFinder()
+
+
+def install() -> None:
+    """Let earlier module paths be imported (by the unpickler); idempotent."""
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.append(_FINDER)

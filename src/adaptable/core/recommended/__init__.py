@@ -1,0 +1,11 @@
+"""The default preset's decider: the rule that serves the objective, corrected for a change of
+the label distribution only while the stream shows one.
+
+- ``recommended_decider.py``: :class:`RecommendedDecider` (rule choice, label-shift tests,
+  online prior, fallbacks, stream check);
+- ``labelled_rows.py``: what it does with labels that come back;
+- ``moment_test.py``: the moment-matching test of pure label shift;
+- ``prior_estimate.py``: the MAP-EM target-prior estimate and its likelihood-ratio test;
+- ``label_shift_estimate.py``: the stream read as a label shift, re-read only when a bound
+  (``estimate_bound.py``) says the answer could change.
+"""
