@@ -62,8 +62,9 @@ UNSEEN_WARNING_MIN_ROWS = 20
 # these the Encoder's own memory of the causes it warned about stands in for Python's.
 _ONCE_ACTIONS = frozenset({"default", "module", "once"})
 # Batches with at most this many cells are read with one whole-frame conversion to an object
-# array (~0.1 ms for 64 rows) instead of one column selection per kind (~0.5 ms); larger ones
-# select their columns first, which avoids boxing every numeric cell into a Python object.
+# array, faster on small batches than one column selection per kind
+# (docs/research/design_notes.md#encoding); larger ones select their columns first, which
+# avoids boxing every numeric cell into a Python object.
 _SMALL_BATCH_CELLS = 65_536
 
 

@@ -15,7 +15,7 @@ from adaptable.core.labels import (
     LabelledReservoir,
     RuleComparison,
     ScoreRule,
-    choose_rule,
+    choose_labelled_rule,
     combine_prior,
     compare_rules,
     fit_affine,
@@ -237,24 +237,24 @@ def _comparison(draws: list[list[float]], n_labelled: float = 100.0) -> RuleComp
     return RuleComparison(values.mean(axis=0), values, n_labelled, 0.0)
 
 
-def test_choose_rule_keeps_the_anchor_without_evidence_and_follows_strong_evidence() -> None:
+def test_choose_labelled_rule_keeps_the_anchor_until_strong_evidence() -> None:
     tied = _comparison([[0.7, 0.7, 0.7]] * 10)
-    assert choose_rule(tied, anchor=0) == 0
-    assert choose_rule(tied, anchor=2) == 2  # no lean towards argmax: the anchor stands
-    assert choose_rule(_comparison([[0.7, 0.9, 0.5]] * 10, n_labelled=0.0), anchor=2) == 2
+    assert choose_labelled_rule(tied, anchor=0) == 0
+    assert choose_labelled_rule(tied, anchor=2) == 2  # no lean towards argmax: the anchor stands
+    assert choose_labelled_rule(_comparison([[0.7, 0.9, 0.5]] * 10, n_labelled=0.0), anchor=2) == 2
     # rule 1 wins 7 of 10 draws: short of the 0.8 asked
     mixed = _comparison([[0.7, 0.8, 0.6]] * 7 + [[0.7, 0.6, 0.6]] * 3)
-    assert choose_rule(mixed, anchor=0) == 0
-    assert choose_rule(mixed, anchor=0, evidence=0.7) == 1
+    assert choose_labelled_rule(mixed, anchor=0) == 0
+    assert choose_labelled_rule(mixed, anchor=0, evidence=0.7) == 1
     # the anchor (rule 2) loses to argmax on most draws: back to argmax, which 1 cannot beat
-    assert choose_rule(mixed, anchor=2) == 0
+    assert choose_labelled_rule(mixed, anchor=2) == 0
     # argmax beats the anchor on 6 of 10 draws: a lean is enough to fall back to it
     lean = _comparison([[0.7, 0.6]] * 6 + [[0.6, 0.7]] * 4)
-    assert choose_rule(lean, anchor=1) == 0
+    assert choose_labelled_rule(lean, anchor=1) == 0
     # several rules beat the incumbent: the best pooled score
     strong = _comparison([[0.5, 0.8, 0.9]] * 10)
-    assert choose_rule(strong, anchor=0) == 2
-    assert choose_rule(strong, anchor=0, candidates=[0, 1]) == 1
+    assert choose_labelled_rule(strong, anchor=0) == 2
+    assert choose_labelled_rule(strong, anchor=0, candidates=[0, 1]) == 1
 
 
 # ---------------------------------------------------------------------- correction

@@ -8,7 +8,7 @@ the implied prior p_t = w * p_s renormalised (a small batch can give negative so
 Online use and output re-weighting: see :mod:`adaptable.baselines.prior_shift`.
 
 BBSE needs an invertible confusion matrix. A source model that never predicts some class on the
-validation split (it happens: a fragile HELOC MLP predicts almost only the majority class)
+validation split (it happens with weak source models: docs/research/design_notes.md#baselines-bbse)
 makes it singular; the least-squares (minimum-norm) solution is then used and fit warns that
 the estimate is not identifiable. ``soft=True`` gives BBSE-soft (Lipton et al., Section 5;
 Alexandari et al. 2020): the same equations with predicted probabilities in place of hard

@@ -18,10 +18,10 @@ Per test batch, as the authors' public code does it (``FTTA.py``):
 5. Output: norm(p * pi / p_s) with the updated pi.
 
 What the update rule implies (a fact about the authors' code, kept as it is): pi is the softmax
-of a probability vector shifted by 0.1 x, so it stays near uniform (on HELOC and Hospital
-Readmission, natural shift, seeds 0-2, it ends within 0.09 of (0.5, 0.5)) and moves *away* from
-classes with a large x. pi is therefore not an estimate of the target label distribution; the output behaves
-like the balanced rule p / p_s, tilted toward the classes the confident rows rarely predict.
+of a probability vector shifted by 0.1 x, so it stays near uniform (measured:
+docs/research/design_notes.md#baselines-ftat) and moves *away* from classes with a large x. pi
+is therefore not an estimate of the target label distribution; the output behaves like the
+balanced rule p / p_s, tilted toward the classes the confident rows rarely predict.
 
 ``FTAT(ensemble=False)`` (registry ``ftat[ensemble=false]``) keeps only the confident
 distribution optimiser (steps 4-5) on the source model's own probabilities: no parameters are

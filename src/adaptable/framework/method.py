@@ -185,8 +185,8 @@ class TestTimeMethod(ClassifierMixin, BaseEstimator, ABC):
     def _label_codes(self, y: Any, what: str) -> np.ndarray:
         """Original labels -> codes 0..C-1 in the order of ``classes_``."""
         _refuse_mixed_labels(y, self.name, what)
-        # a plain 1-D array is what scikit-learn's check would return it as (its checks cost
-        # about 100 us a call, more than a late batch's labels take to learn)
+        # a plain 1-D array is what scikit-learn's check would return it as: its per-call
+        # cost is skipped there (docs/research/design_notes.md#framework-method)
         if not (type(y) is np.ndarray and y.ndim == 1 and y.dtype.kind in "biufUSO"):
             y = column_or_1d(y, warn=True)
         if self.classes_ is None:

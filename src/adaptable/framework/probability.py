@@ -4,11 +4,6 @@ Every method (AdapTable, its ablation calibrators, the baselines) uses these two
 same logits always give the same probabilities, to the last bit.
 
 Example:
-    >>> from typing import Any
-
-from typing import Any
-
-import numpy as np
     >>> softmax(np.array([[0.0, 0.0], [0.0, np.log(3.0)]])).round(4).tolist()
     [[0.5, 0.5], [0.25, 0.75]]
     >>> normalize(np.array([1.0, 3.0])).tolist()

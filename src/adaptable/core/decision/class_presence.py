@@ -6,10 +6,9 @@ p_s(y): p_t cancels, and the decision is the balanced rule p(y|x) / p_s(y) whate
 estimate gives a class, as long as it gives it any. A class the stream never holds keeps a
 small share in every estimate (its prior counts, the model's overlap between classes), so the
 decision keeps sending rows into it, and each such row is recall taken from a class the stream
-holds (10-class digits streams with half the classes absent: -7.0 balanced-accuracy points on
-average, docs/results/multiclass.md). What the decision lacks is the chance that a class occurs
-at all; multiplying the class's weight by it gives the decision that maximises the expected
-balanced accuracy when presence is uncertain.
+holds (measured: docs/research/design_notes.md#decision-class-presence). What the decision
+lacks is the chance that a class occurs at all; multiplying the class's weight by it gives the
+decision that maximises the expected balanced accuracy when presence is uncertain.
 
 :func:`presence` computes it as a Bayes factor between "the class's share is 0" and "it is some
 share e", the other classes' shares scaled by 1 - e, at even prior odds. With r_i = p(.|x_i) /
@@ -29,10 +28,8 @@ half the stream. The integral runs over ``GRID_POINTS`` evenly spaced values of 
 - Where the model cannot tell the class from the others (x_i near 0), L stays flat and the chance
   stays at even odds.
 
-Why this prior and an integral rather than a likelihood-ratio test with the Bayesian
-information criterion's penalty (log n / 2 whatever the model: it ruled out 1-4 % classes that
-weak models could not see), a second-order expansion of L (sharp models' x_i are heavy-tailed)
-or a uniform prior on the simplex (too little mass on small shares): docs/results/multiclass.md.
+Why this prior and an integral rather than the alternatives considered:
+docs/research/design_notes.md#decision-class-presence.
 
 The shares of the other classes are the running MAP estimate's, not refitted: O(C n G) in all,
 G the grid's points.

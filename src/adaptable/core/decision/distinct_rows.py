@@ -1,10 +1,11 @@
 """The distinct rows of a 2-D array, and each row's index among them: numpy's
 ``np.unique(values, axis=0, return_inverse=True)``, without its cost.
 
-numpy's row-wise unique sorts a structured view of the rows, 3.3 ms on 4,286 rows of rule
-decisions, and the drift report and the labelled-rows evidence ask for it on every comparison
-and bootstrap resample. Rows of small non-negative integers (class codes, decisions) become one
-integer each, in the same lexicographic order; other rows (floats) are sorted column by column.
+numpy's row-wise unique sorts a structured view of the rows, which is slow
+(docs/research/design_notes.md#decision-distinct-rows), and the drift report and the
+labelled-rows evidence ask for it on every comparison and bootstrap resample. Rows of small
+non-negative integers (class codes, decisions) become one integer each, in the same
+lexicographic order; other rows (floats) are sorted column by column.
 
 Example:
     >>> import numpy as np

@@ -53,8 +53,8 @@ def expected_confusion(posteriors: np.ndarray, pred: np.ndarray) -> np.ndarray:
 
     ``pred`` (n,) gives one (C, C) matrix; a stack of predictions (R, n) gives (R, C, C), one
     matrix per rule. Class-major posteriors (C, n) are passed as their transposed view: the
-    product reads them as they lie. One matrix product per rule: numpy's stacked product over
-    (R, n, C) one-hot predictions took 3 to 5 times longer on the adapter's 4,096-row reservoir.
+    product reads them as they lie. One matrix product per rule, rather than numpy's stacked
+    product over (R, n, C) one-hot predictions (docs/research/design_notes.md#decision-rules).
     """
     by_class = np.asarray(posteriors, dtype=np.float64).T
     classes = np.arange(len(by_class))[:, None]
@@ -67,8 +67,8 @@ def expected_confusion(posteriors: np.ndarray, pred: np.ndarray) -> np.ndarray:
 def argmax_by_class(values: np.ndarray) -> np.ndarray:
     """``values.argmax(axis=0)`` of class-major values (C, n): the first class wins a tie.
 
-    One comparison per class over contiguous rows; numpy's own argmax along the short class
-    axis of an (n, C) array costs several times more on the adapter's reservoir of 4,096 rows.
+    One comparison per class over contiguous rows, rather than numpy's own argmax along the
+    short class axis of an (n, C) array (docs/research/design_notes.md#decision-rules).
     """
     best = values[0]
     index = np.zeros(values.shape[1], dtype=np.intp)
@@ -331,11 +331,10 @@ def label_shift_weights(
     There the family v = 1 / pi^beta boosts the classes the estimate holds to be rare. The
     estimate keeps a few rows' worth of every class (its prior counts), also of a class the
     stream never holds, so the boost sends rows there, and scikit-learn's macro-F1 counts that
-    class with F1 = 0. On 10-class digits streams with half the classes absent the boost lost
-    8.4 points on average (27 at worst) where v = 1 gained 7.8; on a 6-class synthetic set with
-    4-6 % classes v = 1 is 0.4 behind; on the benchmark's three-class cases the two decide alike
-    (docs/results/multiclass.md). Over the model's own posteriors (the plug-in rule) the family
-    stays: there it corrects a model that under-predicts its minority classes.
+    class with F1 = 0; v = 1 was chosen on multi-class streams
+    (docs/research/design_notes.md#decision-rules). Over the model's own posteriors (the
+    plug-in rule) the family stays: there it corrects a model that under-predicts its minority
+    classes.
 
     Balanced accuracy's weights 1 / mean(q) cancel the share the estimate gives a class (the
     decision is the balanced rule p(y|x) / p_s(y) whatever positive share it is), so they boost

@@ -3,8 +3,9 @@
 - ``reservoir.py``: :class:`LabelledReservoir`, a bounded uniform sample of labelled rows;
 - ``label_prior.py``: :func:`combine_prior`, the target label distribution from labelled counts and
   the unlabelled MAP-EM estimate (:func:`unlabelled_worth`), with intervals;
-- ``rule_choice.py``: :class:`ScoreRule` and :func:`compare_rules` / :func:`choose_rule`, the
-  decision rules judged on labelled target rows and re-weighted held-out rows;
+- ``rule_choice.py``: :class:`ScoreRule` and :func:`compare_rules` /
+  :func:`choose_labelled_rule`, the decision rules judged on labelled target rows and
+  re-weighted held-out rows;
 - ``score_correction.py``: :func:`fit_correction`, a score correction fitted on labelled rows;
 - ``labelled_choice.py``: :class:`LabelledFeedback`, the four together: the rule (and the
   correction) chosen on the labelled rows, for a decider.
@@ -25,7 +26,7 @@ from adaptable.core.labels.rule_choice import (
     DeferredRule,
     RuleComparison,
     ScoreRule,
-    choose_rule,
+    choose_labelled_rule,
     compare_rules,
 )
 from adaptable.core.labels.score_correction import Correction, fit_affine, fit_correction
@@ -39,7 +40,7 @@ __all__ = [
     "PriorPosterior",
     "RuleComparison",
     "ScoreRule",
-    "choose_rule",
+    "choose_labelled_rule",
     "combine_prior",
     "compare_rules",
     "fit_affine",

@@ -43,7 +43,7 @@ from adaptable.core.labels.rule_choice import (
     DeferredRule,
     RuleComparison,
     ScoreRule,
-    choose_rule,
+    choose_labelled_rule,
     compare_rules,
     resolved,
 )
@@ -99,8 +99,8 @@ class LabelledFeedback:
         recheck_growth: the rules are compared again (:meth:`decide`) once the labelled rows
             or the stream's rows have grown by this factor since the last comparison, or the
             candidate rules changed; in between the last choice stands (the comparison, a
-            bootstrap over every kept row, costs milliseconds: once per batch it cost several
-            times the model's own inference).
+            bootstrap over every kept row, is too costly for every batch:
+            docs/research/design_notes.md#labels-labelled-choice).
         seed: seeds the reservoir, the bootstrap and the folds.
     """
 
@@ -335,7 +335,7 @@ class LabelledFeedback:
             and correction.cv_log_loss < correction.base_log_loss
         ):
             incumbent = len(candidates) - 1
-        index = choose_rule(
+        index = choose_labelled_rule(
             comparison, incumbent, safe=safe, evidence=self.evidence, min_labelled=min_labelled
         )
         self._last_rule = names[index]

@@ -26,9 +26,9 @@ are), so that each kind counts as much as it is worth. Where the held-out (or th
 rows disagree with the labelled ones on how the rules compare beyond what their spreads
 allow, they are left out (a shift that moved p(x|y) makes the held-out rows speak for a
 distribution the stream no longer follows; posteriors the labels refute are not the
-target's). The draws are taken per distinct (label, decisions) pattern, so a
-comparison costs O(rows) once and O(patterns) per draw. :func:`choose_rule` then keeps the anchor (the unlabelled decision)
-unless the labelled evidence says otherwise; see there.
+target's). The draws are taken per distinct (label, decisions) pattern, so a comparison costs
+O(rows) once and O(patterns) per draw. :func:`choose_labelled_rule` then keeps the anchor (the
+unlabelled decision) unless the labelled evidence says otherwise; see there.
 
 Example:
     >>> import numpy as np
@@ -307,7 +307,8 @@ def _compatible(labelled: np.ndarray, heldout: np.ndarray, objective: str, level
 @functools.lru_cache(maxsize=64)
 def _chi2_critical(level: float, tests: int) -> float:
     """The chi-squared (1 degree of freedom) critical value at ``level`` over ``tests`` tests
-    (Bonferroni): the same few values at every comparison, where scipy takes 80 us each."""
+    (Bonferroni): the same few values at every comparison, cached rather than asked of scipy
+    each time (docs/research/design_notes.md#labels-rule-choice)."""
     return float(chi2.ppf(1.0 - level / tests, 1))
 
 
@@ -318,7 +319,7 @@ def _patterns(labels: np.ndarray, predictions: np.ndarray) -> tuple[np.ndarray, 
     return patterns, np.bincount(inverse, minlength=len(patterns)).astype(np.float64)
 
 
-def choose_rule(
+def choose_labelled_rule(
     comparison: RuleComparison,
     anchor: int,
     *,
@@ -353,7 +354,7 @@ def choose_rule(
         >>> import numpy as np
         >>> draws = np.array([[0.6, 0.7, 0.65]] * 9 + [[0.6, 0.5, 0.7]])
         >>> found = RuleComparison(draws.mean(axis=0), draws, 100.0, 0.0)
-        >>> choose_rule(found, anchor=0), choose_rule(found, anchor=2)
+        >>> choose_labelled_rule(found, anchor=0), choose_labelled_rule(found, anchor=2)
         (1, 1)
     """
     if comparison.n_labelled < min_labelled or len(comparison.draws) == 0:

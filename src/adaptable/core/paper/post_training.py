@@ -102,7 +102,8 @@ class Rows:
         mask[:n] = True
 
         def take(values: torch.Tensor) -> torch.Tensor:
-            # index_select: the same gather as values[rows], about half the time on CPU
+            # index_select: the same gather as values[rows], faster on CPU
+            # (docs/research/design_notes.md#paper-post-training)
             return torch.index_select(values, 0, rows).reshape(n_graphs, width, *values.shape[1:])
 
         return Graphs(

@@ -145,8 +145,9 @@ class OnlinePriorEstimate:
 
         Each block of ``capacity`` stream rows has its own generator, seeded by (seed, block):
         the draws depend on a row's position in the stream, not on how the stream was cut into
-        batches, and one generator serves many batches (a generator costs as much as the rest
-        of a batch's update). Nothing to save: the last block's draws are kept only as a cache.
+        batches, and one generator serves many batches (making one is costly beside a batch's
+        update: docs/research/design_notes.md#recommended-prior-estimate). Nothing to save: the
+        last block's draws are kept only as a cache.
         """
         parts = []
         while count > 0:
@@ -163,8 +164,8 @@ class OnlinePriorEstimate:
         """MAP-EM from the last estimate (warm start); updates and returns p_t, (C,)."""
         if self.n_seen == 0:
             return self.prior.copy()
-        # class-major (C, n): EM's products and sums run over contiguous rows (several times
-        # faster than along the short class axis of (n, C) on a full reservoir)
+        # class-major (C, n): EM's products and sums run over contiguous rows, not along the
+        # short class axis of (n, C) (docs/research/design_notes.md#recommended-prior-estimate)
         ratio = self.reservoir_by_class / self.source_prior[:, None]
         row_weight = self.n_seen / self._size
         pseudo = self.strength * self.center
@@ -194,9 +195,9 @@ class OnlinePriorEstimate:
 
         The fixed point EM reaches (see :meth:`estimate`) maximises the concave
         F(q) = sum_i w log sum_y q(y|x_i) q_y / p_s(y) + sum_y strength center_y log q_y on the
-        simplex; this solves it by Newton's method in the C - 1 free coordinates, a handful of
-        O(reservoir C^2) steps where EM's linear convergence took 30 or more O(reservoir C)
-        ones on a long stream whose estimate moves a little with every batch.
+        simplex; this solves it by Newton's method in the C - 1 free coordinates: a handful of
+        O(reservoir C^2) steps instead of EM's linearly converging O(reservoir C) ones
+        (docs/research/design_notes.md#recommended-prior-estimate).
 
         >>> est = OnlinePriorEstimate(np.array([0.5, 0.5]), strength=0)
         >>> est.add(np.array([[1.0, 0.0]] * 80 + [[0.0, 1.0]] * 20))
@@ -216,9 +217,8 @@ class OnlinePriorEstimate:
         pseudo = (strength * center).tolist()
         free = ratio[:-1] - ratio[-1]  # d m_i / d q_k in the free coordinates, (C - 1, n)
         # Near the boundary the prior term's curvature makes Newton's steps tiny (q_k about
-        # doubles per step), which the stopping rule below reads as convergence: a start at
-        # 1e-12 stopped there. From 1e-6 the first step already moves more than the tolerance
-        # and about 20 of the 50 steps reach any interior optimum.
+        # doubles per step), which the stopping rule below reads as convergence: the start is
+        # kept at least 1e-6 from it (docs/research/design_notes.md#recommended-prior-estimate).
         prior = np.maximum(np.asarray(start, dtype=np.float64), 1e-6)
         prior /= prior.sum()
 
@@ -385,8 +385,8 @@ def _newton_step(
     ``scaled`` (C - 1, n) holds d m_i / d q_k / m_i of the free coordinates k < C - 1 (the last
     is one minus the others). F's gradient there is row_weight * sum_i scaled_ki + a_k / q_k -
     a_C / q_C and its Hessian -row_weight * scaled scaled^T - diag(a_k / q_k^2) - a_C / q_C^2,
-    with a = ``pseudo``. Two classes, the common case, take scalar arithmetic: numpy's
-    per-call cost on 1 x 1 arrays was most of a step.
+    with a = ``pseudo``. Two classes, the common case, take scalar arithmetic, without numpy's
+    per-call cost on 1 x 1 arrays.
     """
     q = prior.tolist()
     if len(q) == 2:

@@ -74,9 +74,8 @@ METRIC_NAMES = {
     "balanced_accuracy": "balanced accuracy",
 }
 #: labelled rows a window needs before its label-corrected estimate is read: the estimate's
-#: deviation comes from the spread of those rows, which a handful cannot show (at 2-5 labels
-#: the realised value fell within two deviations on about 60 % of unshifted synthetic streams,
-#: from 30 on about 90 %)
+#: deviation comes from the spread of those rows, which a handful cannot show (measured:
+#: docs/research/design_notes.md#report-drift-summary)
 MIN_LABELLED = 30
 #: a drop within this of the tolerance counts as the tolerance (decimal fractions in binary)
 ROUNDING = 1e-12
