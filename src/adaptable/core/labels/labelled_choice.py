@@ -9,7 +9,7 @@ the held-out source rows, and the last score correction; a decider calls
   MAP-EM estimate combined, with intervals);
 - :meth:`LabelledFeedback.decide` per batch, with the candidate rules and the index of the
   rule the unlabelled decision picked (the anchor): the rule to use, chosen on the labelled
-  rows and the held-out rows (:mod:`.rules`), a fitted correction (:mod:`.correction`)
+  rows and the held-out rows (:mod:`.rule_choice`), a fitted correction (:mod:`.score_correction`)
   among the candidates once enough labels have arrived.
 
 Without labels :meth:`~LabelledFeedback.decide` returns the anchor: the decider is then exactly
@@ -193,7 +193,7 @@ class LabelledFeedback:
 
     def prior(self, unlabelled: np.ndarray | None = None, worth: float = 0.0) -> PriorPosterior:
         """The target label distribution: labelled counts and ``unlabelled`` worth ``worth``
-        rows (see :func:`.prior.combine_prior`)."""
+        rows (see :func:`.label_prior.combine_prior`)."""
         return combine_prior(self.reservoir.counts, unlabelled, worth)
 
     def correction(

@@ -3,7 +3,7 @@
 A decision rule here is an affine map of the log-posteriors, argmax_y (scale * log p(y|x) +
 offset_y) (:class:`ScoreRule`): argmax is (1, 0), the balanced rule argmax p / p_s is (1,
 -log p_s), label-shift correction with plug-in weights v under p_t is (1, log(p_t / p_s) +
-log v), and a score correction fitted on labelled rows (:mod:`.correction`) has its own scale.
+log v), and a score correction fitted on labelled rows (:mod:`.score_correction`) has its own scale.
 
 :func:`compare_rules` estimates each rule's objective from up to three kinds of evidence:
 
@@ -153,7 +153,7 @@ def compare_rules(
 
     Args:
         labelled_predictions: each rule's decisions on the labelled rows, (R, n); a rule
-            fitted on these rows should pass out-of-fold decisions (see :mod:`.correction`).
+            fitted on these rows should pass out-of-fold decisions (see :mod:`.score_correction`).
         labelled_labels: their labels, (n,).
         n_classes: C.
         objective: one of :data:`adaptable.core.decision.rules.OBJECTIVES`.

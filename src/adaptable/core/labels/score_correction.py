@@ -12,7 +12,7 @@ which pulls the fit towards the unlabelled reading of the target (a = 1, b = b0:
 under label shift, 0 otherwise), so that a handful of labels moves it little. ``strength`` (in
 rows' worth, a grid) is chosen by K-fold cross-validated log-loss on the labelled rows alone,
 and each labelled row also gets its out-of-fold decision: the rule comparison
-(:func:`.rules.compare_rules`) judges the correction on rows it was not fitted on, so it is used
+(:func:`.rule_choice.compare_rules`) judges the correction on rows it was not fitted on, so it is used
 only where the labels support it over the unlabelled decision.
 
 Example:
