@@ -21,7 +21,7 @@ output.
 
 Usage::
 
-    python benchmarks/witnesses.py DATASET:SCENARIO:MODEL [...] [--seeds 0 1 2]
+    python benchmarks/research/witnesses.py DATASET:SCENARIO:MODEL [...] [--seeds 0 1 2]
         [--strength 64] [--data-dir DIR]
 
 e.g. ``cmc_education:prior_dirichlet_0:mlp adult_education:natural:xgboost``.
