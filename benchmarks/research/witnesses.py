@@ -16,7 +16,7 @@ For every (dataset, scenario, source model, seed) it prints, on the runner's own
 
 The readings are taken over the whole stream at its end (the adapter reads them batch by batch
 on a reservoir of at most 4,096 rows), so they show what the data could tell, not what the
-adapter decided. ``docs/results/design_experiments.md`` ("What the data can show") quotes its
+adapter decided. ``docs/research/design_experiments.md`` ("What the data can show") quotes its
 output.
 
 Usage::
