@@ -91,16 +91,20 @@ def edited_copy():
 
 @pytest.fixture(scope="session")
 def benchmark_script():
-    """A function: a script of ``benchmarks/`` by name, imported as a module (the scripts are
-    no package; each is loaded once per session)."""
+    """A function: a script of ``benchmarks/`` (the product benchmarks) or
+    ``benchmarks/research/`` (the one-off research scripts) by name, imported as a module (the
+    scripts are no package; each is loaded once per session)."""
     import functools
     import importlib.util
 
-    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
+    folders = (benchmarks, benchmarks / "research")
 
     @functools.cache
     def load(name: str):
-        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+        found = [folder / f"{name}.py" for folder in folders if (folder / f"{name}.py").exists()]
+        assert len(found) == 1, f"benchmark script {name!r}: found {found} in {folders}"
+        spec = importlib.util.spec_from_file_location(name, found[0])
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module

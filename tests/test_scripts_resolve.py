@@ -1,22 +1,31 @@
-"""The benchmark and tool scripts still fit the package they drive.
+"""The benchmark and tool scripts still fit the package they drive, and their own helpers.
 
 They are run by hand, not by the test suite, so a renamed function breaks them silently; the
-research cache ``benchmarks/generality_dump.py`` imported the runner's old private ``_dataset``
-inside a function and failed on every case until it was run again. This reads each script with
-``ast`` (imports inside functions too) and checks that every name it imports from ``adaptable``
-exists and is public.
+research cache ``benchmarks/research/generality_dump.py`` imported the runner's old private
+``_dataset`` inside a function and failed on every case until it was run again. This reads each
+script with ``ast`` (imports inside functions too) and checks that every name it imports from
+``adaptable`` exists and is public; then it imports every script as ``python SCRIPT`` would (its
+own folder first on ``sys.path``), so that a script moved away from a helper it imports
+(``_timing``, ``bench_adaptation``, ``report_estimate``) fails here.
+
+The folders: ``benchmarks/`` (the product benchmarks), ``benchmarks/research/`` (one-off
+research scripts; one that needs a product benchmark's module puts ``benchmarks/`` on its path)
+and ``tools/``.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT_FOLDERS = ("benchmarks", "tools")
+SCRIPT_FOLDERS = ("benchmarks", "benchmarks/research", "tools")
 
 
 def _scripts() -> list[Path]:
@@ -56,11 +65,53 @@ def _problems(path: Path, root: Path = ROOT) -> list[str]:
 
 
 def test_the_scripts_are_found() -> None:
-    names = {p.name for p in _scripts()}
-    assert {"generality_dump.py", "variant_sweep.py", "mutation.py"} <= names
+    found = {p.relative_to(ROOT).as_posix() for p in _scripts()}
+    assert {
+        "benchmarks/bench_adaptation.py",
+        "benchmarks/research/generality_dump.py",
+        "benchmarks/research/variant_sweep.py",
+        "tools/mutation.py",
+    } <= found
 
 
-@pytest.mark.parametrize("path", _scripts(), ids=lambda p: f"{p.parent.name}/{p.name}")
+#: run in a fresh interpreter: each script imported as ``python SCRIPT`` would run it, its own
+#: folder first on ``sys.path``, then the modules loaded from the script folders forgotten
+_IMPORT_EACH = """
+import importlib.util, json, sys, traceback
+from pathlib import Path
+
+roots = [Path(p).resolve() for p in json.loads(sys.argv[1])]
+base = list(sys.path)
+failures = {}
+for path in map(Path, json.loads(sys.argv[2])):
+    sys.path[:] = [str(path.parent), *base[1:]]
+    spec = importlib.util.spec_from_file_location("script_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        failures[str(path)] = traceback.format_exc(limit=-1).strip().splitlines()[-1]
+    for name, loaded in list(sys.modules.items()):
+        file = getattr(loaded, "__file__", None)
+        if file and any(Path(file).resolve().is_relative_to(r) for r in roots):
+            del sys.modules[name]
+print(json.dumps(failures))
+"""
+
+
+def test_every_script_imports_from_its_own_folder() -> None:
+    roots = [str(ROOT / folder) for folder in ("benchmarks", "tools")]
+    scripts = [str(p) for p in _scripts()]
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT_EACH, json.dumps(roots), json.dumps(scripts)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    failures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not failures, failures
+
+
+@pytest.mark.parametrize("path", _scripts(), ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_every_package_name_a_script_imports_exists_and_is_public(path: Path) -> None:
     assert not _problems(path)
 

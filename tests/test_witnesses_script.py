@@ -1,5 +1,5 @@
-"""``benchmarks/witnesses.py``: its helpers by hand, and one report on the toy components (the
-script is run by hand, so this is what keeps it working)."""
+"""``benchmarks/research/witnesses.py``: its helpers by hand, and one report on the toy
+components (the script is run by hand, so this is what keeps it working)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ Usage (mutmut is not a dependency of the package: ``pip install mutmut==3.8.1`` 
                                                     # a random sample: score and 95 % interval
 
 Prints the mutants per module (killed, survived, timeout, no tests) and the score, and writes
-every surviving mutant's diff to ``<workdir>/survivors.txt``. ``docs/mutation.md`` holds the
+every surviving mutant's diff to ``<workdir>/survivors.txt``. ``docs/maintainer/mutation.md`` holds the
 last recorded figures and the survivors judged equivalent. On 2 cores the whole core takes about
 half an hour. Should a run stall (children forked from mutmut's process can deadlock on mutants
 of functions every test reaches), stop it with Ctrl-C and run the unchecked mutants with

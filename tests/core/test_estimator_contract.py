@@ -1,6 +1,6 @@
 """What AdapTable promises beyond its numbers: one encoding per batch when the model shares the
 Encoder, seeded determinism, progress reports, argument checks, and the default preset's file
-fields (found by mutation testing, docs/mutation.md)."""
+fields (found by mutation testing, docs/maintainer/mutation.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """AdapTable.partial_fit (late labels) and AdapTable.report (the drift report), end to end on
-synthetic two-class streams (``benchmarks/feedback_synthetic.py``'s shifts)."""
+synthetic two-class streams (``benchmarks/research/feedback_synthetic.py``'s shifts)."""
 
 from __future__ import annotations
 

@@ -535,7 +535,7 @@ def test_accuracy_objective_keeps_the_source_accuracy_on_a_short_stream(source) 
 @pytest.mark.xfail(
     strict=True,
     reason="known limitation: a pure label shift much longer than the source is rejected "
-    "(docs/method.md, section 7)",
+    "(docs/maintainer/method.md, section 7)",
 )
 def test_a_pure_label_shift_stream_longer_than_the_source_keeps_being_corrected(
     frame_logreg,

@@ -11,7 +11,7 @@ accuracy in percent), then the mean and standard error over the seeds.
 how much of a difference between two recipes is the draw of the seed.
 
 Usage:
-    ADAPTABLE_DATA_DIR=/path/to/data python benchmarks/heloc_source_recipe.py \\
+    ADAPTABLE_DATA_DIR=/path/to/data python benchmarks/research/heloc_source_recipe.py \\
         [--seeds 0 1 2] [--recipes default authors] [--scenario natural] \\
         [--stream-option convention=authors] [--spread-seeds 10] [--cache-dir DIR]
 """

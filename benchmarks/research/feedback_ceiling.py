@@ -19,8 +19,8 @@ every fixed rule on the labelled part of the stream could.
 
 Usage::
 
-    python benchmarks/feedback_ceiling.py --roles development --models logreg
-    python benchmarks/feedback_ceiling.py --roles confirmation holdout --models logreg \\
+    python benchmarks/research/feedback_ceiling.py --roles development --models logreg
+    python benchmarks/research/feedback_ceiling.py --roles confirmation holdout --models logreg \\
         --max-rows 15000 --workers 2
 """
 

@@ -16,12 +16,12 @@ For every (dataset, scenario, source model, seed) it prints, on the runner's own
 
 The readings are taken over the whole stream at its end (the adapter reads them batch by batch
 on a reservoir of at most 4,096 rows), so they show what the data could tell, not what the
-adapter decided. ``docs/results/design_experiments.md`` ("What the data can show") quotes its
+adapter decided. ``docs/research/design_experiments.md`` ("What the data can show") quotes its
 output.
 
 Usage::
 
-    python benchmarks/witnesses.py DATASET:SCENARIO:MODEL [...] [--seeds 0 1 2]
+    python benchmarks/research/witnesses.py DATASET:SCENARIO:MODEL [...] [--seeds 0 1 2]
         [--strength 64] [--data-dir DIR]
 
 e.g. ``cmc_education:prior_dirichlet_0:mlp adult_education:natural:xgboost``.

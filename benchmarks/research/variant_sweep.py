@@ -3,7 +3,7 @@ into one results store (how a design variant is measured before it becomes a tab
 
 Usage::
 
-    python benchmarks/variant_sweep.py STORE TABLE[,TABLE...] LABELS [NAME=key:value;key:value ...]
+    python benchmarks/research/variant_sweep.py STORE TABLE[,TABLE...] LABELS [NAME=key:value;key:value ...]
 
 ``LABELS``: comma-separated column labels of the tables (``"Source,Balanced,Oracle prior"``,
 ``"AdapTable (default)"``) or ``none``; each ``NAME=...`` adds ``AdapTable(**options)`` on every

@@ -21,7 +21,7 @@ Printed per role, kind and share:
   estimate at the end (where it has one).
 
 Usage:
-    python benchmarks/drift_verdicts.py --data-dir DIR --cache-dir DIR
+    python benchmarks/research/drift_verdicts.py --data-dir DIR --cache-dir DIR
         [--roles development generality confirmation holdout] [--model logreg]
         [--seeds 0] [--shares 0 0.05 0.2] [--delay 10] [--tolerance 0.05] [--deviations 2]
         [--only DATASET ...]

@@ -39,10 +39,10 @@ of the benchmark's roles (their short streams; ``--domain`` adds the domain spli
 model ``--model`` (default ``logreg``).
 
 Usage:
-    python benchmarks/report_estimate.py --data-dir DIR [--cache-dir DIR]
+    python benchmarks/research/report_estimate.py --data-dir DIR [--cache-dir DIR]
         [--datasets heloc hospital_readmission] [--scenarios prior_0.1 prior_0.5 prior_0.9]
         [--seeds 0 1 2] [--batch-size 64] [--calibrator auto] [--bins 20]
-    python benchmarks/report_estimate.py --data-dir DIR --roles development [--model logreg]
+    python benchmarks/research/report_estimate.py --data-dir DIR --roles development [--model logreg]
         [--domain] [--feedback 0.05 [--delay 10]]
 
 ``--calibrator`` is ``AdapTable(calibrator=...)``: ``auto`` (the default preset's: none), or a

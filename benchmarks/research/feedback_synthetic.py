@@ -26,8 +26,8 @@ unlabelled rule.
 
 Usage::
 
-    python benchmarks/feedback_synthetic.py                 # shares 1/5/20 %, delays 0/10
-    python benchmarks/feedback_synthetic.py --seeds 0 1 2 --batches 150
+    python benchmarks/research/feedback_synthetic.py                 # shares 1/5/20 %, delays 0/10
+    python benchmarks/research/feedback_synthetic.py --seeds 0 1 2 --batches 150
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ over the stream), then alone in a loop of its own. The difference is what the pa
 other: the two halves evict each other's working set from the caches.
 
 Usage:
-    python benchmarks/bench_interleaving.py --data-dir DIR [--cache-dir DIR]
+    python benchmarks/research/bench_interleaving.py --data-dir DIR [--cache-dir DIR]
         [--datasets heloc hospital_readmission] [--batch-size 64] [--repeats 5]
 """
 

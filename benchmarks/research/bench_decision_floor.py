@@ -18,17 +18,22 @@ to 8,192 rows, batches of ``--batch-size`` rows. Prints a table; asserts nothing
 
 Usage::
 
-    python benchmarks/bench_decision_floor.py --data-dir DIR --cache-dir DIR
+    python benchmarks/research/bench_decision_floor.py --data-dir DIR --cache-dir DIR
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+# the product benchmarks' folder (bench_adaptation and its _timing), one level up
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_adaptation import batches_of, load
 
 from adaptable import AdapTable

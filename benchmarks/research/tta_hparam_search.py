@@ -7,7 +7,7 @@ CMC is split as the authors' code splits OpenML-CC18 data sets: 60 % train, 20 %
 20 % test, rows shuffled with ``random_state=42`` (``sklearn.model_selection.train_test_split``,
 not stratified). Results go to a JSON-lines store, so an interrupted search resumes.
 
-    python benchmarks/tta_hparam_search.py --results STORE --cache-dir CACHE \
+    python benchmarks/research/tta_hparam_search.py --results STORE --cache-dir CACHE \
         [--models mlp ...] [--methods pl tent ...] [--seeds 0] [--adaptable-grid full|axes]
 """
 

@@ -7,7 +7,7 @@ through the runner's own ``source_model``) and the runner's test stream in its o
 
 Usage::
 
-    nice -n 10 python benchmarks/generality_dump.py OUT_DIR [--cases heloc:natural ...]
+    nice -n 10 python benchmarks/research/generality_dump.py OUT_DIR [--cases heloc:natural ...]
         [--models logreg xgboost mlp] [--seeds 0 1 2] [--data-dir DIR] [--cache-dir DIR]
         [--overwrite]
 
