@@ -20,7 +20,7 @@ What every method shares (the method interface, the model adapter, parameter con
 one softmax) is in :mod:`adaptable.framework`.
 
 Where each step of Algorithm 1 lives (read beside Section 3, Algorithm 1 and Appendix A of the
-paper, in ``paper/``; ``docs/method.md`` gives every deliberate difference, and the code marks each with a
+paper, in ``paper/``; ``docs/maintainer/method.md`` gives every deliberate difference, and the code marks each with a
 "Deliberate difference:" comment). "Line" is the line number of Algorithm 1, counting every line
 of the listing, Input and Parameters included.
 

@@ -249,7 +249,7 @@ TABLES: dict[str, TableDef] = {
 #: the note every paper table carries about which AdapTable it runs
 PAPER_PRESET_NOTE = (
     'Every AdapTable row runs the paper\'s algorithm, AdapTable(preset="paper"), except the row '
-    '"AdapTable (default)", the recommended adapter (docs/method.md, section 7).'
+    '"AdapTable (default)", the recommended adapter (docs/maintainer/method.md, section 7).'
 )
 
 
@@ -279,11 +279,11 @@ AUTHORS_RECIPE_TABLES = (
     "oracle",
 )
 #: the class-imbalance stream as the authors' code draws it (``shifts`` ``convention``), the one
-#: that reproduces the paper's class-imbalance numbers (docs/results/paper_fidelity.md)
+#: that reproduces the paper's class-imbalance numbers (docs/research/paper_fidelity.md)
 AUTHORS_STREAMS = (("class_imbalance", (("convention", "authors_code"),)),)
 AUTHORS_RECIPE_NOTE = (
     "Deep source models are trained with recipe=\"authors\" (the authors' code's batch order, "
-    "which reproduces their HELOC MLPs seed for seed); see docs/results/paper_fidelity.md."
+    "which reproduces their HELOC MLPs seed for seed); see docs/research/paper_fidelity.md."
 )
 AUTHORS_STREAM_NOTE = (
     'Class imbalance is drawn as the authors\' code draws it (convention="authors_code"), the '

@@ -1,4 +1,4 @@
-"""Turn any source classifier into a function ``X -> logits`` (docs/ARCHITECTURE.md, "core").
+"""Turn any source classifier into a function ``X -> logits`` (docs/maintainer/ARCHITECTURE.md, "core").
 
 AdapTable only needs logits, so it works with any model. Detection order:
 

@@ -60,7 +60,7 @@ class TrainingConfig:
     #: generator=...)`` draws from its generator, as the authors' code trains: each epoch the
     #: loader's base seed, the permutation it uses, and the sampler's empty remainder permutation
     #: (torch 2.x). Same protocol, another random stream: with the authors' seeding it gives the
-    #: authors' dropout-free models (docs/results/paper_fidelity.md).
+    #: authors' dropout-free models (docs/research/paper_fidelity.md).
     batch_order: BatchOrder = "permutation"
 
     def __post_init__(self) -> None:

@@ -100,7 +100,7 @@ class ShiftAwareCalibrator(nn.Module):
         self.register_buffer("category_mean", torch.as_tensor(mean, dtype=torch.float32))
         # One bias-free Linear(k -> 1) per categorical feature, stored as one flat vector; the
         # authors kept these in a Python list, so they were never trained nor saved.
-        # Deliberate difference: registered parameters, trained and saved (docs/method.md, 1).
+        # Deliberate difference: registered parameters, trained and saved (docs/maintainer/method.md, 1).
         bound = torch.as_tensor(1.0 / np.sqrt(np.repeat(sizes, sizes)), dtype=torch.float32)
         self.category_projection = nn.Parameter((torch.rand(cat_width) * 2 - 1) * bound)
         self.gcn = nn.Linear(self.width, self.hidden, bias=False)

@@ -248,7 +248,7 @@ def post_train(
         improved = monitored < best_loss
         if improved:
             # Deliberate difference: the authors computed the best network and then used the
-            # last epoch's; we restore the best (docs/method.md, section 1).
+            # last epoch's; we restore the best (docs/maintainer/method.md, section 1).
             best_loss, best_epoch = monitored, epoch
             best_state = copy.deepcopy(net.state_dict())
         if progress is not None:

@@ -57,7 +57,7 @@ class LabelledRows:
     #: labels change a decision (with and without the stream's posteriors behind them) and
     #: before a score correction is fitted, whether the correction is the incumbent where it
     #: fits the labels better than the unlabelled reading, and labelled rows kept. Set on the
-    #: development benchmark (docs/results/feedback.md): labels alone are too few to tell the
+    #: development benchmark (docs/research/feedback.md): labels alone are too few to tell the
     #: rules apart by their objective for many batches (a few dozen let noise switch among
     #: the candidates), while the stream's posteriors, which the first labels can already
     #: refute, tell them apart at once; so the labels act from the first few, through them,

@@ -20,7 +20,7 @@ and on all source rows the moment-matching label-shift test
    (``"plugin"``), or, once a covariate shift is in evidence, the rule held between the two
    source rules (``"between"``).
 
-``docs/method.md`` gives the reasons and the benchmarks behind each choice.
+``docs/maintainer/method.md`` gives the reasons and the benchmarks behind each choice.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class RecommendedDecider(LabelledRows, Decider):
             re-weighting) divides the posteriors by: ``"labels"``, the source's label shares
             p_s; ``"model"``, the model's own mean posterior on the held-out rows. The latter
             keeps a model that misstates its class mix on its own held-out rows from reading
-            that bias as a label shift of the stream (docs/results/multiclass.md).
+            that bias as a label shift of the stream (docs/research/multiclass.md).
         report_batches: the drift report keeps the last this many batches (up to a quarter
             more, at least one, between two trims; about 1.2 kB each): the older records are
             forgotten (labels by row id still reach the adapter while the last 65,536 rows'
@@ -370,7 +370,7 @@ class RecommendedDecider(LabelledRows, Decider):
         with 3-10 classes on a full reservoir). Read only by balanced accuracy's label-shift
         weights on more than two classes. The whole reservoir, not a sample: a class of 1 %
         has a handful of rows in a few hundred, too few to show it occurs (a 512-row sample
-        lost 2-8 points on such streams, docs/results/multiclass.md)."""
+        lost 2-8 points on such streams, docs/research/multiclass.md)."""
         estimate = self.prior_estimate
         chances = presence(
             estimate.reservoir_by_class, self.reference_prior_, estimate.prior, estimate.n_seen

@@ -35,7 +35,7 @@ load, whatever the window; the estimates are the window's.
 The reference's deviation is the delta method's over the held-out rows' confusion counts
 (:meth:`~adaptable.core.report.drift_log.DriftLog.heldout_reference`). A summary read after every batch
 looks many times, so over a long stream a ``"degraded"`` verdict will sometimes appear by
-chance where nothing moved; the benchmark in ``docs/results/feedback.md`` measures how often.
+chance where nothing moved; the benchmark in ``docs/research/feedback.md`` measures how often.
 
 Example:
     >>> import numpy as np
