@@ -164,6 +164,31 @@ def test_progress_names_the_source_model_and_stays_quiet_when_all_is_reused(
     assert capsys.readouterr().err == ""  # everything reused: no bar at all
 
 
+def test_training_and_batch_bars_show_only_under_the_sweeps_bars(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With bars, in this process: a trainer that takes ``quiet`` gets ``quiet=False`` and each
+    experiment draws a bar over its test batches; without bars, neither. The context passed in
+    is left as it was."""
+    quiet_seen: list[bool] = []
+
+    def train(name, dataset, seed, cache_dir=None, device="auto", quiet=True):
+        quiet_seen.append(quiet)
+        return testing.train_model(name, dataset, seed, cache_dir, device)
+
+    context = RunContext(components=dataclasses.replace(testing.COMPONENTS, train_model=train))
+    specs = [ExperimentSpec("toy", "natural", "softmax", "source", 0)]
+    for progress, quiet in ((True, False), (False, True)):
+        clear_memo()
+        run_sweep(specs, ResultStore(tmp_path / f"{progress}.jsonl"), context=context,
+                  progress=progress)  # fmt: skip
+        assert quiet_seen.pop() is quiet
+        batch_bar = "toy softmax source seed 0" in capsys.readouterr().err
+        assert batch_bar is progress
+    assert not context.show_training and not context.show_batches
+    clear_memo()
+
+
 def test_warnings_are_printed_above_the_progress_bar(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -23,7 +23,7 @@ import traceback
 import warnings
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -65,14 +65,6 @@ def _dataset_status(name: str, data_dir: str | None) -> str | None:
     return None if info.get("present") else str(info.get("reason", "raw file absent"))
 
 
-# Set while the sweep trains source models in this process with a progress bar on screen, so
-# that training shows its own per-epoch bar (model, dataset, seed) underneath.
-_SHOW_TRAINING = False
-# Likewise for the experiments: each shows a bar over its test batches (a slow method, TTT++
-# say, otherwise leaves the experiments' bar still for minutes).
-_SHOW_BATCHES = False
-
-
 def _train_model(
     name: str,
     dataset: Any,
@@ -80,6 +72,7 @@ def _train_model(
     cache_dir: str | None,
     device: str = "auto",
     recipe: str | None = None,
+    quiet: bool = True,
 ) -> Any:
     from adaptable import models
 
@@ -88,7 +81,7 @@ def _train_model(
         dataset,
         seed,
         cache_dir=cache_dir,
-        quiet=not _SHOW_TRAINING,
+        quiet=quiet,
         device=device,
         recipe=recipe,
     )
@@ -143,7 +136,9 @@ class Components:
         dataset_status: ``(name, data_dir) -> None`` when loadable, else the reason it is not.
         train_model: ``(name, dataset, seed, cache_dir, device) -> source model``; ``device``
             is ``"auto"``, ``"cpu"`` or ``"cuda"`` (where deep models train and run); a spec
-            with a recipe other than the default adds the keyword ``recipe``.
+            with a recipe other than the default adds the keyword ``recipe``, and a context
+            that shows training (``RunContext.show_training``) adds ``quiet=False`` where the
+            provider has a ``quiet`` parameter.
         create_method: ``(name, **options) -> TestTimeMethod``.
         apply_shift: ``(name, dataset, seed) -> Stream`` with ``batches(batch_size)``; a spec
             with shift options adds them as keywords.
@@ -230,7 +225,7 @@ def fold_case(components: Components, kind: str, name: str) -> str:
 
 @dataclass(frozen=True)
 class RunContext:
-    """What every experiment of a sweep shares: components and locations.
+    """What every experiment of a sweep shares: components, locations, and what is shown.
 
     Args:
         data_dir: raw data folder (``None``: ``$ADAPTABLE_DATA_DIR``, then the default).
@@ -239,6 +234,13 @@ class RunContext:
         threads: torch threads per worker process (1 keeps workers from oversubscribing cores).
         device: where deep source models train and run: ``"auto"`` (CUDA where
             ``torch.cuda.is_available()``, else CPU), ``"cpu"`` or ``"cuda"``.
+        show_training: a source model trained under this context shows its own per-epoch bar
+            (see ``Components.train_model``). A sweep sets it while it trains in this process
+            under its progress bar; elsewhere training is quiet.
+        show_batches: an experiment run under this context shows a bar over its test batches
+            (cleared when done). A sweep sets it while its experiments run in this process
+            under its progress bar, where a slow method (TTT++, say) would otherwise leave the
+            experiments' bar still for minutes.
     """
 
     data_dir: str | None = None
@@ -246,6 +248,8 @@ class RunContext:
     components: Components = field(default_factory=Components)
     threads: int = 1
     device: str = "auto"
+    show_training: bool = False
+    show_batches: bool = False
 
     def __post_init__(self) -> None:
         if self.device not in DEVICES:
@@ -286,8 +290,11 @@ def source_model(
         return _MODELS[key]
     dataset = get_dataset(dataset_name, context)
     seed_everything(seed)
-    # the default recipe is not passed, so that providers without recipes keep working
-    extra = {} if recipe == DEFAULT_RECIPE else {"recipe": recipe}
+    # the default recipe is not passed, so that providers without recipes keep working;
+    # likewise ``quiet``, passed only to a provider that takes it
+    extra: dict[str, Any] = {} if recipe == DEFAULT_RECIPE else {"recipe": recipe}
+    if context.show_training and _takes_keyword(context.components.train_model, "quiet"):
+        extra["quiet"] = False
     trained = context.components.train_model(
         model, dataset, seed, context.cache_dir, context.device, **extra
     )
@@ -295,6 +302,15 @@ def source_model(
     while len(_MODELS) > _MAX_MODELS:
         _MODELS.popitem(last=False)
     return trained
+
+
+def _takes_keyword(function: Callable[..., Any], name: str) -> bool:
+    """Whether ``function`` has a parameter called ``name`` (``False`` where its signature
+    cannot be read)."""
+    try:
+        return name in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def prepare_source(source_key: tuple[Any, ...], context: RunContext) -> str:
@@ -521,11 +537,8 @@ def predict_stream(
         yield BatchOutcome(X_batch, y_batch, proba, seconds)
 
 
-def _batch_progress(batches: Iterator[BatchOutcome], stream: Any, spec: ExperimentSpec) -> Any:
-    """``batches``, under a bar of their own (cleared when done) while a sweep in this process
-    shows its bars; else unchanged."""
-    if not _SHOW_BATCHES:
-        return batches
+def _batch_progress(batches: Iterable[BatchOutcome], stream: Any, spec: ExperimentSpec) -> Any:
+    """``batches``, under a bar of their own (cleared when done)."""
     from tqdm.auto import tqdm
 
     try:
@@ -603,7 +616,10 @@ def _run_experiment(spec: ExperimentSpec, context: RunContext | None) -> dict[st
         k: [] for k in ("size", "true", "predicted", "pseudo", "estimate", "temperature")
     }
     adapt_seconds = 0.0
-    for batch in _batch_progress(predict_stream(fitted, stream), stream, spec):
+    batches: Iterable[BatchOutcome] = predict_stream(fitted, stream)
+    if context.show_batches:
+        batches = _batch_progress(batches, stream, spec)
+    for batch in batches:
         y_batch, proba = batch.y, batch.proba
         adapt_seconds += batch.seconds
         labels.append(y_batch)
@@ -770,32 +786,30 @@ def run_sweep(
             result.failures[spec.key] = f"source model failed: {broken[spec.source_key]}"
     todo = [s for s in todo if s.source_key not in broken]
     reported: set[str] = set()
-    global _SHOW_BATCHES
     here = isinstance(executor, LocalExecutor) and (executor.workers == 1 or len(todo) <= 1)
     with progress_bar(len(todo), progress, "experiments", "exp") as bar:
-        _SHOW_BATCHES = here and not bar.disable
-        try:
-            for spec, outcome in executor.map_unordered(_run_task, todo, context):
-                if isinstance(outcome, BaseException):
-                    outcome = {"failed": True, "key": spec.key, "error": repr(outcome)}
-                if outcome.get("failed"):
-                    result.failures[spec.key] = outcome["error"]
-                    # Above the bar, once per distinct error, while the sweep goes on; the
-                    # final report lists them all (without a bar it alone does: once each).
-                    if not bar.disable and outcome["error"] not in reported:
-                        reported.add(outcome["error"])
-                        say(bar, f"FAILED {spec.key}: {outcome['error']}")
-                else:
-                    store.append(outcome)
-                    done[spec.key] = outcome
-                    result.ran.append(spec.key)
-                    if on_record is not None:
-                        on_record(outcome)
-                # the whole name (a cut one may read as another method)
-                bar.set_postfix_str(f"{spec.dataset} {spec.model} {spec.label}", refresh=False)
-                bar.update(1)
-        finally:
-            _SHOW_BATCHES = False
+        # each experiment's own bar only under the sweep's, and only where it runs in this
+        # process: workers elsewhere would draw over each other
+        shown = replace(context, show_batches=here and not bar.disable)
+        for spec, outcome in executor.map_unordered(_run_task, todo, shown):
+            if isinstance(outcome, BaseException):
+                outcome = {"failed": True, "key": spec.key, "error": repr(outcome)}
+            if outcome.get("failed"):
+                result.failures[spec.key] = outcome["error"]
+                # Above the bar, once per distinct error, while the sweep goes on; the
+                # final report lists them all (without a bar it alone does: once each).
+                if not bar.disable and outcome["error"] not in reported:
+                    reported.add(outcome["error"])
+                    say(bar, f"FAILED {spec.key}: {outcome['error']}")
+            else:
+                store.append(outcome)
+                done[spec.key] = outcome
+                result.ran.append(spec.key)
+                if on_record is not None:
+                    on_record(outcome)
+            # the whole name (a cut one may read as another method)
+            bar.set_postfix_str(f"{spec.dataset} {spec.model} {spec.label}", refresh=False)
+            bar.update(1)
     result.records = [done[s.key] for s in wanted if s.key in done]
     result.seconds = time.perf_counter() - started
     return result
@@ -814,8 +828,9 @@ def _prepare_sources(
     broken: dict[tuple[Any, ...], str] = {}
     if not sources:
         return broken
-    global _SHOW_TRAINING
     here = isinstance(executor, LocalExecutor) and (executor.workers == 1 or len(sources) == 1)
+    # the training's own per-epoch bar under this one, where it trains in this process
+    training = replace(context, show_training=progress)
     with progress_bar(len(sources), progress, "source models", "model") as bar:
         if not here:
             bar.set_description(
@@ -829,13 +844,10 @@ def _prepare_sources(
         for source in sources:
             dataset, model, seed = source[:3]
             bar.set_description(f"training or loading {model} on {dataset} (seed {seed})")
-            _SHOW_TRAINING = progress
             try:
-                prepare_source(source, context)
+                prepare_source(source, training)
             except Exception as err:  # noqa: BLE001 - reported with the experiments it fails
                 broken[source] = f"{type(err).__name__}: {err}"
-            finally:
-                _SHOW_TRAINING = False
             bar.update(1)
     return broken
 
