@@ -14,8 +14,9 @@ import pytest
 
 from adaptable import cli
 from adaptable.experiments import testing
+from adaptable.experiments.components import RunContext
+from adaptable.experiments.experiment import run_experiment
 from adaptable.experiments.reproduce import TABLES
-from adaptable.experiments.runner import RunContext, run_experiment
 from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import ResultStore
 from adaptable.experiments.tables import table_specs
@@ -349,7 +350,7 @@ def test_a_broken_pipe_that_is_not_standard_outputs_is_an_error(
 def test_every_registered_task_is_a_known_dataset() -> None:
     """`adaptable datasets` lists the benchmarks' domain cases, so run and reproduce take them."""
     from adaptable.datasets.registry import GROUPS
-    from adaptable.experiments.runner import Components, unknown_names
+    from adaptable.experiments.components import Components, unknown_names
 
     tasks = [name for names in GROUPS.values() for name in names]
     assert "heloc_delinquency" in tasks and "readmission_age" in tasks
@@ -359,7 +360,7 @@ def test_every_registered_task_is_a_known_dataset() -> None:
 
 def test_a_task_added_with_register_is_listed_and_known() -> None:
     from adaptable.datasets import registry
-    from adaptable.experiments.runner import Components, unknown_names
+    from adaptable.experiments.components import Components, unknown_names
 
     info = registry.TaskInfo("my_task", "Mine", lambda d: None, lambda d: d / "mine.csv", "here")
     registry.register("my_task", lambda: info)

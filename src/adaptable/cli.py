@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from adaptable.experiments.components import Components
 from adaptable.experiments.report import (
     collect_warnings,
     collected_lines,
@@ -31,7 +32,6 @@ from adaptable.experiments.report import (
     print_warnings,
     report_sweep,
 )
-from adaptable.experiments.runner import Components
 from adaptable.experiments.suggest import folded_name, unknown_name
 
 DESCRIPTION = """\
@@ -796,7 +796,7 @@ def _one_of(kind: str, names: Sequence[str]) -> Callable[[str], str]:
 
 
 def _folded(components: Components, kind: str, name: str) -> str:
-    from adaptable.experiments.runner import fold_case
+    from adaptable.experiments.components import fold_case
 
     return fold_case(components, kind, name)
 
@@ -808,7 +808,7 @@ def _unknown(
     scenarios: Sequence[str],
     methods: Sequence[tuple[str, dict[str, Any]]],
 ) -> list[str]:
-    from adaptable.experiments.runner import unknown_names
+    from adaptable.experiments.components import unknown_names
 
     return unknown_names(
         components,
@@ -847,7 +847,7 @@ def _incompatible(
 ) -> list[str]:
     """Methods that cannot run on some of the (known) models: a usage error naming the pair,
     instead of the same failure once per experiment after the data loaded."""
-    from adaptable.experiments.runner import incompatible_pairs
+    from adaptable.experiments.components import incompatible_pairs
 
     known = set(components.known_names("model"))
     return incompatible_pairs(components, [m for m in models if m in known], built)
@@ -877,8 +877,8 @@ def _request(args: argparse.Namespace) -> Any:
 
 # --------------------------------------------------------------------------- commands
 def _context_and_executor(args: argparse.Namespace, components: Components) -> tuple[Any, Any]:
+    from adaptable.experiments.components import RunContext
     from adaptable.experiments.executors import make_executor
-    from adaptable.experiments.runner import RunContext
 
     context = RunContext(
         data_dir=args.data_dir, cache_dir=args.cache_dir, components=components,
@@ -916,9 +916,10 @@ def _usable_cpus(quota_file: str = "/sys/fs/cgroup/cpu.max") -> int:
 
 def cmd_run(args: argparse.Namespace, components: Components) -> int:
     """``adaptable run``: a sweep over the given grid, then a summary table."""
-    from adaptable.experiments.runner import lookup_device, run_sweep
+    from adaptable.experiments.components import lookup_device
     from adaptable.experiments.spec import grid
     from adaptable.experiments.store import ResultStore
+    from adaptable.experiments.sweep import run_sweep
     from adaptable.experiments.tables import summary
 
     specs = grid(
@@ -1042,7 +1043,7 @@ def _os_reason(err: Exception) -> str:
 def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:
     """``adaptable reproduce TABLE``: :mod:`adaptable.experiments.reproduce` does the work."""
     import adaptable.experiments.reproduce as reproduce
-    from adaptable.experiments.runner import RunContext
+    from adaptable.experiments.components import RunContext
     from adaptable.experiments.store import ResultStore
 
     store = ResultStore(args.results)
@@ -1065,13 +1066,13 @@ def cmd_reproduce(args: argparse.Namespace, components: Components) -> int:
 
 def cmd_plot(args: argparse.Namespace, components: Components) -> int:
     """``adaptable plot``: the paper's figures for each dataset / model / seed."""
+    from adaptable.experiments.components import lookup_device
     from adaptable.experiments.figures import (
         CALIBRATION_FIGURES,
         FIGURES,
         figure_specs,
         make_figures,
     )
-    from adaptable.experiments.runner import lookup_device
     from adaptable.experiments.store import ResultStore
 
     figures = list(dict.fromkeys(args.figures)) or list(FIGURES)
@@ -1128,7 +1129,7 @@ def main(argv: list[str] | None = None, components: Components | None = None) ->
     Args:
         argv: arguments (default: ``sys.argv[1:]``).
         components: dataset / model / method / shift providers
-            (:class:`~adaptable.experiments.runner.Components`); tests pass small doubles.
+            (:class:`~adaptable.experiments.components.Components`); tests pass small doubles.
     """
     try:
         code = _main(argv, components)

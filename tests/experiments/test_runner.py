@@ -15,9 +15,11 @@ import numpy as np
 import pytest
 
 from adaptable.experiments import testing
-from adaptable.experiments.runner import RunContext, clear_memo, run_experiment, run_sweep
+from adaptable.experiments.components import RunContext, clear_memo
+from adaptable.experiments.experiment import run_experiment
 from adaptable.experiments.spec import ExperimentSpec, grid
 from adaptable.experiments.store import ResultStore
+from adaptable.experiments.sweep import run_sweep
 
 CONTEXT = RunContext(components=testing.COMPONENTS)
 
@@ -81,9 +83,10 @@ _KILLED_SWEEP = textwrap.dedent(
     """
     import sys
     from adaptable.experiments import testing
-    from adaptable.experiments.runner import RunContext, run_sweep
+    from adaptable.experiments.components import RunContext
     from adaptable.experiments.spec import grid
     from adaptable.experiments.store import ResultStore
+    from adaptable.experiments.sweep import run_sweep
 
     specs = grid(["toy"], ["natural", "sorted"], ["softmax"],
                  [("source", {"delay": 0.08, "temperature": t}) for t in (1, 2, 3)], [0, 1])
@@ -292,7 +295,7 @@ def test_a_failed_experiment_reports_the_warnings_before_its_error(
 ) -> None:
     import warnings
 
-    from adaptable.experiments.runner import _run_task
+    from adaptable.experiments.sweep import _run_task
 
     def warns_then_fails(self, X_batch, oracle_labels=None):
         warnings.warn("most categories unseen", UserWarning, stacklevel=1)
@@ -348,7 +351,8 @@ def test_cli_device_option(tmp_path: Path) -> None:
 
 def test_adaptable_gets_the_experiment_seed_so_reruns_are_identical() -> None:
     from adaptable import AdapTable
-    from adaptable.experiments.runner import _create_method, seed_method
+    from adaptable.experiments.components import _create_method
+    from adaptable.experiments.process import seed_method
 
     method = AdapTable()
     seed_method(method, 7, {})
@@ -382,7 +386,7 @@ class _FrozenError(Exception):
 def test_an_exception_that_takes_no_attribute_is_still_the_reported_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from adaptable.experiments.runner import _run_task
+    from adaptable.experiments.sweep import _run_task
 
     def fails(self, X_batch, oracle_labels=None):
         raise _FrozenError("the real cause")
@@ -394,8 +398,8 @@ def test_an_exception_that_takes_no_attribute_is_still_the_reported_error(
 
 
 def test_fit_and_predict_stream_are_the_experiments_own_loop() -> None:
+    from adaptable.experiments.experiment import fit_experiment, predict_stream, shifted_stream
     from adaptable.experiments.metrics import classification_metrics
-    from adaptable.experiments.runner import fit_experiment, predict_stream, shifted_stream
 
     spec = ExperimentSpec("toy3", "natural", "softmax", "prior", 0, {"alpha": 0.3})
     record = run_experiment(spec, CONTEXT)
@@ -413,7 +417,7 @@ def test_fit_and_predict_stream_are_the_experiments_own_loop() -> None:
 
 
 def test_predict_stream_refuses_a_wrongly_shaped_prediction() -> None:
-    from adaptable.experiments.runner import fit_experiment, predict_stream, shifted_stream
+    from adaptable.experiments.experiment import fit_experiment, predict_stream, shifted_stream
 
     fitted = fit_experiment(ExperimentSpec("toy", "natural", "softmax", "source", 0), CONTEXT)
 
@@ -450,7 +454,7 @@ def test_a_cuda_sweep_never_reuses_a_cpu_result(tmp_path: Path) -> None:
         again = run_sweep([spec], ResultStore(path), context=cuda_context, progress=False)
         assert again.reused == [spec.key]
         # tables rebuilt with --no-run read whatever ran, unless a device is named
-        from adaptable.experiments.runner import stored_only
+        from adaptable.experiments.sweep import stored_only
 
         assert len(stored_only([spec], ResultStore(path), CONTEXT).records) == 1
 

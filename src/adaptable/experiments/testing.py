@@ -2,10 +2,10 @@
 
 They let the experiment machinery (runner, store, executors, tables, CLI) be exercised in a few
 seconds without the real source models or baselines; the tests inject them through
-:class:`~adaptable.experiments.runner.Components`. They live in the package (like
+:class:`~adaptable.experiments.components.Components`. They live in the package (like
 ``numpy.testing``) so that spawned workers and Ray tasks can import them by reference.
 
->>> from adaptable.experiments.runner import RunContext
+>>> from adaptable.experiments.components import RunContext
 >>> context = RunContext(components=COMPONENTS)
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from adaptable.core.probability import softmax
-from adaptable.experiments.runner import Components
+from adaptable.experiments.components import Components
 
 #: how many source models each process trained, by (dataset, model, seed); tests read it
 TRAIN_CALLS: dict[tuple[str, str, int], int] = {}
