@@ -191,7 +191,7 @@ def ceiling(benchmark_script):
 
 
 def test_the_ceiling_counts_the_labels_the_runner_delivers(ceiling) -> None:
-    from adaptable.experiments.runner import LateLabels
+    from adaptable.experiments.late_labels import LateLabels
     from adaptable.experiments.spec import ExperimentSpec
 
     class Learner:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import subprocess
 import sys
@@ -12,10 +13,14 @@ from pathlib import Path
 
 import pytest
 
+import adaptable
 from adaptable import cli
+from adaptable.cli import entry, path_checks
+from adaptable.cli.commands import workers
 from adaptable.experiments import testing
+from adaptable.experiments.components import RunContext
+from adaptable.experiments.experiment import run_experiment
 from adaptable.experiments.reproduce import TABLES
-from adaptable.experiments.runner import RunContext, run_experiment
 from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import ResultStore
 from adaptable.experiments.tables import table_specs
@@ -137,9 +142,9 @@ def test_bad_arguments_are_usage_errors_not_tracebacks(
 def test_ray_executor_without_ray_is_a_usage_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    real = cli.importlib.util.find_spec
+    real = importlib.util.find_spec
     monkeypatch.setattr(
-        cli.importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a)
+        importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a)
     )
     err = _usage_error(["run", "--datasets", "toy", "--models", "softmax", "--methods", "source",
                         "--executor", "ray"], capsys)  # fmt: skip
@@ -327,7 +332,7 @@ def test_a_closed_pipe_ends_the_command_quietly(
         assert cli.main(["datasets", "--data-dir", str(tmp_path)]) == 1
         # a stream without a descriptor (a notebook's): cannot be asked, taken as the reader gone
         monkeypatch.setattr(sys, "stdout", io.StringIO())
-        monkeypatch.setattr(cli, "_main", _raise_broken_pipe)
+        monkeypatch.setattr(entry, "_dispatch", _raise_broken_pipe)
         assert cli.main(["datasets"]) == 1
     assert capsys.readouterr().err == ""
 
@@ -339,7 +344,7 @@ def _raise_broken_pipe(*args: object) -> int:
 def test_a_broken_pipe_that_is_not_standard_outputs_is_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli, "_main", _raise_broken_pipe)
+    monkeypatch.setattr(entry, "_dispatch", _raise_broken_pipe)
     with (tmp_path / "stdout").open("w") as healthy:
         monkeypatch.setattr(sys, "stdout", healthy)
         with pytest.raises(BrokenPipeError, match="a worker's pipe"):
@@ -349,7 +354,7 @@ def test_a_broken_pipe_that_is_not_standard_outputs_is_an_error(
 def test_every_registered_task_is_a_known_dataset() -> None:
     """`adaptable datasets` lists the benchmarks' domain cases, so run and reproduce take them."""
     from adaptable.datasets.registry import GROUPS
-    from adaptable.experiments.runner import Components, unknown_names
+    from adaptable.experiments.components import Components, unknown_names
 
     tasks = [name for names in GROUPS.values() for name in names]
     assert "heloc_delinquency" in tasks and "readmission_age" in tasks
@@ -359,7 +364,7 @@ def test_every_registered_task_is_a_known_dataset() -> None:
 
 def test_a_task_added_with_register_is_listed_and_known() -> None:
     from adaptable.datasets import registry
-    from adaptable.experiments.runner import Components, unknown_names
+    from adaptable.experiments.components import Components, unknown_names
 
     info = registry.TaskInfo("my_task", "Mine", lambda d: None, lambda d: d / "mine.csv", "here")
     registry.register("my_task", lambda: info)
@@ -479,7 +484,7 @@ def _start_slow_toy_run(store: Path, workers: int):
     argv = [sys.executable, "-c", _TOY_MAIN, "run", "--datasets", "toy", "--models", "softmax",
             "--methods", "source[delay=0.5]", "prior[delay=0.5]", "--seeds", "0", "1", "2", "3",
             "--results", str(store), "--workers", str(workers)]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(Path(cli.__file__).parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(adaptable.__file__).parents[1])}
     process = subprocess.Popen(
         argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,
@@ -1030,14 +1035,14 @@ def test_feedback_and_drift_figure_are_checked_before_any_work(
 
 
 def test_a_figure_path_that_cannot_be_written_is_found_before_any_work(tmp_path) -> None:
-    from adaptable.cli import _os_reason, _unwritable
+    from adaptable.cli.path_checks import os_reason, unwritable
 
     afile = tmp_path / "afile"
     afile.write_text("")
-    assert _unwritable(str(afile / "x.png")) == f"{str(afile)!r} is not a folder"
-    assert _unwritable(str(tmp_path)) == f"{str(tmp_path)!r} is a folder"
-    assert _unwritable(str(tmp_path / "new" / "deeper" / "x.png")) is None
-    assert _os_reason(RuntimeError("'xelatex' not found")) == "'xelatex' not found"
+    assert unwritable(str(afile / "x.png")) == f"{str(afile)!r} is not a folder"
+    assert unwritable(str(tmp_path)) == f"{str(tmp_path)!r} is a folder"
+    assert unwritable(str(tmp_path / "new" / "deeper" / "x.png")) is None
+    assert os_reason(RuntimeError("'xelatex' not found")) == "'xelatex' not found"
 
 
 def test_repeated_names_and_seeds_are_one_experiment_each(
@@ -1097,7 +1102,7 @@ def test_output_and_cache_folders_that_cannot_be_are_usage_errors_before_any_wor
         assert err.splitlines()[-1].startswith(f"adaptable {argv[0]}: error: {option} ")
     assert not (tmp_path / "r.jsonl").exists()
     # a folder still to be made passes, and the check leaves nothing behind
-    assert cli._folder_problem(str(tmp_path / "new" / "deeper")) is None
+    assert path_checks.folder_problem(str(tmp_path / "new" / "deeper")) is None
     assert not (tmp_path / "new").exists()
 
 
@@ -1189,7 +1194,7 @@ def test_local_workers_past_the_cpus_are_capped_with_a_note(
     made = []
     real = executors.make_executor
     monkeypatch.setattr(executors, "make_executor", lambda *a, **k: made.append(k) or real(*a, **k))
-    monkeypatch.setattr(cli, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(workers, "_usable_cpus", lambda: 2)
     argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source",
             "--workers", "64", "--results", str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip
     assert cli.main(argv, components=TOY) == 0
@@ -1203,10 +1208,10 @@ def test_local_workers_past_the_cpus_are_capped_with_a_note(
 def test_usable_cpus_follow_a_containers_quota(tmp_path: Path) -> None:
     quota = tmp_path / "cpu.max"
     quota.write_text("150000 100000\n")  # docker --cpus 1.5: two processes at most
-    assert cli._usable_cpus(str(quota)) == min(2, cli._usable_cpus(str(tmp_path / "none")))
+    assert workers._usable_cpus(str(quota)) == min(2, workers._usable_cpus(str(tmp_path / "none")))
     quota.write_text("50000 100000\n")  # half a CPU: one process
-    assert cli._usable_cpus(str(quota)) == 1
+    assert workers._usable_cpus(str(quota)) == 1
     quota.write_text("max 100000\n")  # no quota
-    assert cli._usable_cpus(str(quota)) == cli._usable_cpus(str(tmp_path / "none")) >= 1
+    assert workers._usable_cpus(str(quota)) == workers._usable_cpus(str(tmp_path / "none")) >= 1
     quota.write_text("garbage")
-    assert cli._usable_cpus(str(quota)) >= 1
+    assert workers._usable_cpus(str(quota)) >= 1

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from adaptable.experiments import testing
-from adaptable.experiments.runner import RunContext
+from adaptable.experiments.components import RunContext
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_estimate_is_plain_em_without_a_prior_and_p_s_under_a_strong_one(witness
 def test_report_reads_a_stream_end_to_end(witnesses, capsys: pytest.CaptureFixture[str]) -> None:
     from sklearn.metrics import f1_score
 
-    from adaptable.experiments.runner import get_dataset, source_model
+    from adaptable.experiments.components import get_dataset, source_model
 
     context = RunContext(components=testing.COMPONENTS)
     witnesses.report(context, "toy:natural:softmax", [0], 64.0)

@@ -10,14 +10,9 @@ from sklearn.exceptions import NotFittedError
 
 from adaptable import methods
 from adaptable.experiments import testing
+from adaptable.experiments.components import Components, RunContext, _create_method, source_model
+from adaptable.experiments.experiment import run_experiment
 from adaptable.experiments.metrics import classification_metrics
-from adaptable.experiments.runner import (
-    Components,
-    RunContext,
-    _create_method,
-    run_experiment,
-    source_model,
-)
 from adaptable.experiments.spec import ExperimentSpec
 
 

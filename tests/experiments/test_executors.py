@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 
 from adaptable.experiments import testing
+from adaptable.experiments.components import RunContext
 from adaptable.experiments.executors import LocalExecutor, make_executor
-from adaptable.experiments.runner import RunContext, run_experiment, run_sweep
+from adaptable.experiments.experiment import run_experiment
 from adaptable.experiments.spec import grid
 from adaptable.experiments.store import ResultStore
+from adaptable.experiments.sweep import run_sweep
 
 CONTEXT = RunContext(components=testing.COMPONENTS)
 SPECS = grid(["toy", "toy3"], ["natural"], ["softmax"], ["source", ("prior", {"alpha": 0.2})], [0])

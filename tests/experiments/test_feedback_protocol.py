@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from adaptable.experiments import testing
+from adaptable.experiments.components import RunContext
 from adaptable.experiments.drift_figure import draw_experiment, experiment_report, with_feedback
-from adaptable.experiments.runner import (
-    RunContext,
+from adaptable.experiments.experiment import (
     fit_experiment,
     predict_stream,
     run_experiment,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from adaptable.experiments import benchmark, figures, paper, plots, testing
-from adaptable.experiments.runner import RunContext
+from adaptable.experiments.components import RunContext
 from adaptable.experiments.store import ResultStore
 from adaptable.experiments.tables import compare, summarize
 

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from adaptable.experiments import figures, plots, testing
+from adaptable.experiments.components import RunContext
 from adaptable.experiments.metrics import reliability_bins
-from adaptable.experiments.runner import RunContext
 
 CONTEXT = RunContext(components=testing.COMPONENTS)
 
@@ -133,7 +133,8 @@ def test_plots_module_runs_nothing_and_imports_no_private_name() -> None:
                 assert not any(a.name.startswith("_") for a in node.names), (module, node.module)
         if module is plots:
             imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-            assert "adaptable.experiments.runner" not in imported
+            running = {"components", "experiment", "sweep", "runner"}
+            assert not imported & {f"adaptable.experiments.{name}" for name in running}
 
 
 def test_tsne_panels_colour_by_domain_and_by_class() -> None:

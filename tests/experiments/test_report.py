@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from adaptable.experiments.report import plan_line, print_warnings, report_sweep
-from adaptable.experiments.runner import SweepResult
 from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import ResultStore
+from adaptable.experiments.sweep import SweepResult
 
 
 def test_plan_line_counts_what_the_store_holds(tmp_path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from adaptable.experiments import benchmark, paper
+from adaptable.experiments.components import RunContext
 from adaptable.experiments.reproduce import (
     SEALED_TABLES,
     TABLES,
@@ -15,7 +16,6 @@ from adaptable.experiments.reproduce import (
     request_problems,
     table_names,
 )
-from adaptable.experiments.runner import RunContext
 from adaptable.experiments.store import ResultStore
 
 

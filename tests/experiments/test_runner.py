@@ -15,9 +15,11 @@ import numpy as np
 import pytest
 
 from adaptable.experiments import testing
-from adaptable.experiments.runner import RunContext, clear_memo, run_experiment, run_sweep
+from adaptable.experiments.components import RunContext, clear_memo
+from adaptable.experiments.experiment import run_experiment
 from adaptable.experiments.spec import ExperimentSpec, grid
 from adaptable.experiments.store import ResultStore
+from adaptable.experiments.sweep import run_sweep
 
 CONTEXT = RunContext(components=testing.COMPONENTS)
 
@@ -81,9 +83,10 @@ _KILLED_SWEEP = textwrap.dedent(
     """
     import sys
     from adaptable.experiments import testing
-    from adaptable.experiments.runner import RunContext, run_sweep
+    from adaptable.experiments.components import RunContext
     from adaptable.experiments.spec import grid
     from adaptable.experiments.store import ResultStore
+    from adaptable.experiments.sweep import run_sweep
 
     specs = grid(["toy"], ["natural", "sorted"], ["softmax"],
                  [("source", {"delay": 0.08, "temperature": t}) for t in (1, 2, 3)], [0, 1])
@@ -162,6 +165,31 @@ def test_progress_names_the_source_model_and_stays_quiet_when_all_is_reused(
     again = run_sweep(specs, store, context=CONTEXT, progress=True)
     assert len(again.reused) == 2
     assert capsys.readouterr().err == ""  # everything reused: no bar at all
+
+
+def test_training_and_batch_bars_show_only_under_the_sweeps_bars(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With bars, in this process: a trainer that takes ``quiet`` gets ``quiet=False`` and each
+    experiment draws a bar over its test batches; without bars, neither. The context passed in
+    is left as it was."""
+    quiet_seen: list[bool] = []
+
+    def train(name, dataset, seed, cache_dir=None, device="auto", quiet=True):
+        quiet_seen.append(quiet)
+        return testing.train_model(name, dataset, seed, cache_dir, device)
+
+    context = RunContext(components=dataclasses.replace(testing.COMPONENTS, train_model=train))
+    specs = [ExperimentSpec("toy", "natural", "softmax", "source", 0)]
+    for progress, quiet in ((True, False), (False, True)):
+        clear_memo()
+        run_sweep(specs, ResultStore(tmp_path / f"{progress}.jsonl"), context=context,
+                  progress=progress)  # fmt: skip
+        assert quiet_seen.pop() is quiet
+        batch_bar = "toy softmax source seed 0" in capsys.readouterr().err
+        assert batch_bar is progress
+    assert not context.show_training and not context.show_batches
+    clear_memo()
 
 
 def test_warnings_are_printed_above_the_progress_bar(
@@ -267,7 +295,7 @@ def test_a_failed_experiment_reports_the_warnings_before_its_error(
 ) -> None:
     import warnings
 
-    from adaptable.experiments.runner import _run_task
+    from adaptable.experiments.sweep import _run_task
 
     def warns_then_fails(self, X_batch, oracle_labels=None):
         warnings.warn("most categories unseen", UserWarning, stacklevel=1)
@@ -323,7 +351,8 @@ def test_cli_device_option(tmp_path: Path) -> None:
 
 def test_adaptable_gets_the_experiment_seed_so_reruns_are_identical() -> None:
     from adaptable import AdapTable
-    from adaptable.experiments.runner import _create_method, seed_method
+    from adaptable.experiments.components import _create_method
+    from adaptable.experiments.process import seed_method
 
     method = AdapTable()
     seed_method(method, 7, {})
@@ -357,7 +386,7 @@ class _FrozenError(Exception):
 def test_an_exception_that_takes_no_attribute_is_still_the_reported_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from adaptable.experiments.runner import _run_task
+    from adaptable.experiments.sweep import _run_task
 
     def fails(self, X_batch, oracle_labels=None):
         raise _FrozenError("the real cause")
@@ -369,8 +398,8 @@ def test_an_exception_that_takes_no_attribute_is_still_the_reported_error(
 
 
 def test_fit_and_predict_stream_are_the_experiments_own_loop() -> None:
+    from adaptable.experiments.experiment import fit_experiment, predict_stream, shifted_stream
     from adaptable.experiments.metrics import classification_metrics
-    from adaptable.experiments.runner import fit_experiment, predict_stream, shifted_stream
 
     spec = ExperimentSpec("toy3", "natural", "softmax", "prior", 0, {"alpha": 0.3})
     record = run_experiment(spec, CONTEXT)
@@ -388,7 +417,7 @@ def test_fit_and_predict_stream_are_the_experiments_own_loop() -> None:
 
 
 def test_predict_stream_refuses_a_wrongly_shaped_prediction() -> None:
-    from adaptable.experiments.runner import fit_experiment, predict_stream, shifted_stream
+    from adaptable.experiments.experiment import fit_experiment, predict_stream, shifted_stream
 
     fitted = fit_experiment(ExperimentSpec("toy", "natural", "softmax", "source", 0), CONTEXT)
 
@@ -425,7 +454,7 @@ def test_a_cuda_sweep_never_reuses_a_cpu_result(tmp_path: Path) -> None:
         again = run_sweep([spec], ResultStore(path), context=cuda_context, progress=False)
         assert again.reused == [spec.key]
         # tables rebuilt with --no-run read whatever ran, unless a device is named
-        from adaptable.experiments.runner import stored_only
+        from adaptable.experiments.sweep import stored_only
 
         assert len(stored_only([spec], ResultStore(path), CONTEXT).records) == 1
 

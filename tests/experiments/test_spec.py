@@ -69,8 +69,10 @@ def test_recipe_and_shift_options_enter_the_key_only_when_given() -> None:
 def test_runner_trains_with_the_recipe_and_draws_with_the_shift_options(tmp_path) -> None:
     from dataclasses import replace
 
-    from adaptable.experiments import runner, testing
+    from adaptable.experiments import testing
+    from adaptable.experiments.components import RunContext, clear_memo
     from adaptable.experiments.store import ResultStore
+    from adaptable.experiments.sweep import run_sweep
 
     calls: list[tuple[str, object]] = []
 
@@ -83,8 +85,8 @@ def test_runner_trains_with_the_recipe_and_draws_with_the_shift_options(tmp_path
         return testing.apply_shift(name, dataset, seed)
 
     components = replace(testing.COMPONENTS, train_model=train, apply_shift=shift)
-    context = runner.RunContext(components=components)
-    runner.clear_memo()
+    context = RunContext(components=components)
+    clear_memo()
     specs = [
         ExperimentSpec("toy", "natural", "softmax", "source", 0),
         ExperimentSpec(
@@ -92,9 +94,9 @@ def test_runner_trains_with_the_recipe_and_draws_with_the_shift_options(tmp_path
             shift_options={"convention": "authors_code"},
         ),
     ]  # fmt: skip
-    result = runner.run_sweep(specs, ResultStore(tmp_path / "r.jsonl"), context=context,
-                              progress=False)  # fmt: skip
-    runner.clear_memo()
+    result = run_sweep(specs, ResultStore(tmp_path / "r.jsonl"), context=context,
+                       progress=False)  # fmt: skip
+    clear_memo()
     assert not result.failures and len(result.records) == 2
     # two source models (one per recipe); the default recipe is not passed at all
     assert [extra for kind, extra in calls if kind == "train"] == [{}, {"recipe": "authors"}]

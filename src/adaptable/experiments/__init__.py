@@ -6,16 +6,12 @@ keep results in a resumable JSON-lines store, sweep locally or on Ray, and compa
 >>> result = run_sweep(specs, ResultStore("results.jsonl"))     # doctest: +SKIP
 """
 
+from adaptable.experiments.components import Components, RunContext
 from adaptable.experiments.executors import LocalExecutor, RayExecutor, make_executor
-from adaptable.experiments.runner import (
-    Components,
-    RunContext,
-    SweepResult,
-    run_experiment,
-    run_sweep,
-)
+from adaptable.experiments.experiment import run_experiment
 from adaptable.experiments.spec import BATCH_SIZE, ExperimentSpec, grid
 from adaptable.experiments.store import ResultStore
+from adaptable.experiments.sweep import SweepResult, run_sweep
 
 __all__ = [
     "BATCH_SIZE",

@@ -217,12 +217,8 @@ def experiment_report(spec: Any, context: Any = None) -> DriftRun:
     Raises:
         ValueError: the method keeps no report.
     """
-    from adaptable.experiments.runner import (
-        RunContext,
-        fit_experiment,
-        predict_stream,
-        shifted_stream,
-    )
+    from adaptable.experiments.components import RunContext
+    from adaptable.experiments.experiment import fit_experiment, predict_stream, shifted_stream
 
     context = context or RunContext()
     fitted = fit_experiment(spec, context)

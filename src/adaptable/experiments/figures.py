@@ -1,7 +1,7 @@
 """What the paper's figures need, run through the runner, then drawn by :mod:`.plots`.
 
 Three kinds of data feed the figures: stored experiments (label distributions, JS divergence,
-sensitivity, efficiency; run or reused through :func:`~adaptable.experiments.runner.run_sweep`
+sensitivity, efficiency; run or reused through :func:`~adaptable.experiments.sweep.run_sweep`
 and the results store), one calibration pass per (dataset, model, seed) that records what the
 calibrator does batch by batch (reliability, temperature vs MMD; :func:`calibration_analysis`),
 and one look at the source model alone on source and target rows (t-SNE of its latent features,
@@ -107,9 +107,10 @@ def calibration_analysis(
 ) -> dict[str, Any]:
     """Run the method over sampled test batches, recording what the calibrator does.
 
-    The method is fitted and streamed through the runner (:func:`~adaptable.experiments.runner.
-    fit_experiment`, :func:`~adaptable.experiments.runner.predict_stream`), fitted once and
-    reset before each scenario; nothing is stored.
+    The method is fitted and streamed as every experiment is
+    (:func:`~adaptable.experiments.experiment.fit_experiment`,
+    :func:`~adaptable.experiments.experiment.predict_stream`), fitted once and reset before
+    each scenario; nothing is stored.
 
     Returns:
         ``before`` / ``after`` reliability bins over the natural stream (``softmax(z)`` and
@@ -122,13 +123,13 @@ def calibration_analysis(
         ValueError: the method exposes no per-row temperatures.
     """
     from adaptable.datasets import fit_encoder
-    from adaptable.experiments.report import progress_bar
-    from adaptable.experiments.runner import (
+    from adaptable.experiments.experiment import (
         fit_experiment,
         method_state,
         predict_stream,
         shifted_stream,
     )
+    from adaptable.experiments.report import progress_bar
     from adaptable.framework.model_adapter import as_logit_function
     from adaptable.framework.probability import softmax
 
@@ -222,7 +223,7 @@ def latent_analysis(
         ``entropy``: ``{"source": [...], "target": [...]}``.
 
     Example (the runner's test doubles):
-        >>> from adaptable.experiments.runner import RunContext
+        >>> from adaptable.experiments.components import RunContext
         >>> from adaptable.experiments.testing import COMPONENTS
         >>> out = latent_analysis("toy", "softmax", 0, RunContext(components=COMPONENTS), rows=40)
         >>> out["points"].shape, sorted(set(out["domains"]))
@@ -230,7 +231,7 @@ def latent_analysis(
     """
     from sklearn.manifold import TSNE
 
-    from adaptable.experiments.runner import get_dataset, source_model
+    from adaptable.experiments.components import get_dataset, source_model
 
     dataset = get_dataset(dataset_name, context)
     model = source_model(dataset_name, model_name, seed, context)
@@ -317,7 +318,7 @@ def make_figures(
         JS-divergence figures where the method records no label-distribution estimate (they
         would show the source model alone).
     """
-    from adaptable.experiments.runner import run_sweep
+    from adaptable.experiments.sweep import run_sweep
 
     out_dir = Path(out_dir)
     tag = f"{dataset}, {model}, seed {seed}"

@@ -143,7 +143,7 @@ def _collect(
     Raises:
         NothingStored: ``--no-run`` and the store holds none of the table's experiments.
     """
-    from adaptable.experiments.runner import run_sweep, stored_only
+    from adaptable.experiments.sweep import run_sweep, stored_only
     from adaptable.experiments.tables import compare, table_specs
 
     table = TABLES[name]
@@ -158,7 +158,7 @@ def _collect(
     except ValueError as err:  # several tables with --models: those without the models
         print(f"[{name}] skipped: {err}", file=sys.stderr)
         return None
-    from adaptable.experiments.runner import lookup_device
+    from adaptable.experiments.components import lookup_device
 
     specs, table_keys = _at_batch_size(specs, request.batch_size)
     plan = plan_line(specs, store, run=request.run, device=lookup_device(context, request.run))

@@ -2,10 +2,10 @@
 
 They let the experiment machinery (runner, store, executors, tables, CLI) be exercised in a few
 seconds without the real source models or baselines; the tests inject them through
-:class:`~adaptable.experiments.runner.Components`. They live in the package (like
+:class:`~adaptable.experiments.components.Components`. They live in the package (like
 ``numpy.testing``) so that spawned workers and Ray tasks can import them by reference.
 
->>> from adaptable.experiments.runner import RunContext
+>>> from adaptable.experiments.components import RunContext
 >>> context = RunContext(components=COMPONENTS)
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from adaptable.experiments.runner import Components
+from adaptable.experiments.components import Components
 from adaptable.framework.probability import softmax
 
 #: how many source models each process trained, by (dataset, model, seed); tests read it

@@ -1,0 +1,78 @@
+"""``adaptable drift FILE``: the drift summary of an adapter saved mid-stream."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+
+from adaptable.cli.checks import drift_option_problems
+from adaptable.cli.path_checks import figure_problem, os_reason, unwritable
+
+
+def drift_command(args: argparse.Namespace) -> int:
+    """``adaptable drift FILE``: the drift summary of a saved adapter; 2 where an option is
+    out of range, it cannot be read, or the report or figure cannot be written (the reason on
+    one line of standard error; options, and where the report and figure go, are checked
+    before the summary is printed). ``--report`` and ``--figure`` create their missing
+    folders."""
+    from adaptable import AdapTable
+
+    problems = drift_option_problems(args)
+    unusable_figure = None
+    if args.figure is not None:
+        unusable_figure = figure_problem(args.figure) or unwritable(args.figure)
+    if unusable_figure is not None:
+        problems.append(f"--figure {args.figure}: {unusable_figure}")
+    if problems:  # before the summary: nothing printed, nothing written
+        for problem in problems:
+            print(f"adaptable drift: {problem}", file=sys.stderr)
+        return 2
+    try:
+        adapter = AdapTable.load(args.file)
+        summary = adapter.drift_summary(
+            last_batches=args.last_batches,
+            tolerance=args.tolerance,
+            deviations=args.deviations,
+            reference=args.reference,
+        )
+    except (OSError, ValueError) as err:
+        print(f"adaptable drift: {args.file}: {str(err).removeprefix('adaptable: ')}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if args.json:
+        print(json.dumps(summary.as_dict()))
+    else:
+        print(summary)
+    report = None
+    if args.report is not None or args.figure is not None:
+        # the report's own warnings (classes it names by position) as lines, not raw warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            report = adapter.report()
+        for warning in caught:
+            message = str(warning.message).removeprefix("adaptable: ")
+            print(f"adaptable drift: warning: {message}", file=sys.stderr)
+    if args.report is not None:
+        try:
+            Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+            report.to_csv(args.report, index=False)
+        except OSError as err:
+            print(f"adaptable drift: --report {args.report}: {os_reason(err)}", file=sys.stderr)
+            return 2
+        print(f"report: {args.report}", file=sys.stderr if args.json else sys.stdout)
+    if args.figure is not None:
+        from adaptable.experiments.drift_figure import plot_drift_report
+        from adaptable.experiments.plots import save_figure
+
+        # the figure shows the batches the summary reads (its so-far curves run from the start)
+        shown = report if args.last_batches is None else report.tail(args.last_batches)
+        try:
+            save_figure(plot_drift_report(shown, title=Path(args.file).name), args.figure)
+        except (OSError, RuntimeError) as err:  # RuntimeError: a writer's missing tool (LaTeX)
+            print(f"adaptable drift: --figure {args.figure}: {os_reason(err)}", file=sys.stderr)
+            return 2
+        print(f"figure: {args.figure}", file=sys.stderr if args.json else sys.stdout)
+    return 0
