@@ -42,10 +42,11 @@ import numpy as np
 
 from adaptable.datasets.benchmark_cases import CASES, SEALED_ROLES, by_role
 from adaptable.experiments.benchmark import MODELS, role_cases
+from adaptable.experiments.components import RunContext
 from adaptable.experiments.executors import LocalExecutor
-from adaptable.experiments.runner import RunContext, run_sweep
 from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import ResultStore
+from adaptable.experiments.sweep import run_sweep
 
 ANCHORS = ("labelled_recalibration", "labelled_prior", "labelled_online")
 REFERENCES = ("source", "adaptable", "balanced", "oracle_prior")

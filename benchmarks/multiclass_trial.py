@@ -159,8 +159,8 @@ def stream(
 ) -> np.ndarray:
     """The adapter's predictions batch by batch; with ``feedback`` (share, delay), the labels
     of a random share of each batch's rows, ``delay`` batches later, by row id: the runner's
-    protocol (:class:`adaptable.experiments.runner.LateLabels`)."""
-    from adaptable.experiments.runner import LateLabels
+    protocol (:class:`adaptable.experiments.late_labels.LateLabels`)."""
+    from adaptable.experiments.late_labels import LateLabels
 
     adapter.reset()
     labels = None

@@ -153,7 +153,12 @@ def library_cases(data_dir: str | None) -> dict[str, Any]:
 
 def runner_cases(data_dir: str | None, cache_dir: str) -> dict[str, Any]:
     from adaptable import methods
-    from adaptable.experiments.runner import RunContext, run_experiment
+
+    try:
+        from adaptable.experiments.components import RunContext
+        from adaptable.experiments.experiment import run_experiment
+    except ImportError:  # a commit recorded before the runner was split
+        from adaptable.experiments.runner import RunContext, run_experiment
     from adaptable.experiments.spec import ExperimentSpec
 
     context = RunContext(data_dir=data_dir, cache_dir=cache_dir, device="cpu")

@@ -36,13 +36,9 @@ import numpy as np
 
 from adaptable.datasets.benchmark_cases import SEALED_ROLES, by_role
 from adaptable.experiments.benchmark import role_cases
+from adaptable.experiments.components import RunContext
+from adaptable.experiments.experiment import fit_experiment, predict_stream, shifted_stream
 from adaptable.experiments.metrics import macro_f1
-from adaptable.experiments.runner import (
-    RunContext,
-    fit_experiment,
-    predict_stream,
-    shifted_stream,
-)
 from adaptable.experiments.spec import ExperimentSpec
 
 RULES = ("source", "balanced", "oracle_prior")

@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from adaptable.experiments.benchmark import MODELS, TABLES
-from adaptable.experiments.runner import RunContext, get_dataset, source_model
+from adaptable.experiments.components import RunContext, get_dataset, source_model
 from adaptable.experiments.spec import BATCH_SIZE
 
 #: datasets dumped first (the lead reads them while the rest is written): a name, or a prefix

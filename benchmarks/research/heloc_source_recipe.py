@@ -3,7 +3,7 @@
 For each training recipe (``adaptable.models.RECIPES``: ``default``, ``authors``) and
 each seed, the MLP source model is trained (or loaded from the cache), then scored on the seed's
 test stream (``adaptable.shifts.apply(scenario, dataset, seed)``, batches of 64 rows), alone and
-under ``AdapTable(preset="paper", random_state=seed)``, exactly as ``experiments.runner`` runs
+under ``AdapTable(preset="paper", random_state=seed)``, exactly as ``experiments.experiment`` runs
 one experiment. Labels are used only to score the stream. Prints one table (macro-F1 and balanced
 accuracy in percent), then the mean and standard error over the seeds.
 

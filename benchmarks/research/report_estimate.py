@@ -216,12 +216,8 @@ def adapted_streams(
     ``each_batch(fitted, batch)`` is called after each batch is predicted."""
     from adaptable.datasets.benchmark_cases import by_role
     from adaptable.experiments.benchmark import role_cases
-    from adaptable.experiments.runner import (
-        RunContext,
-        fit_experiment,
-        predict_stream,
-        shifted_stream,
-    )
+    from adaptable.experiments.components import RunContext
+    from adaptable.experiments.experiment import fit_experiment, predict_stream, shifted_stream
     from adaptable.experiments.spec import ExperimentSpec
 
     context = RunContext(data_dir=args.data_dir, cache_dir=args.cache_dir, device="cpu")

@@ -111,9 +111,10 @@ def _value(options: dict[str, Any], method: str) -> tuple[Any, ...]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from adaptable.experiments.runner import RunContext, run_sweep
+    from adaptable.experiments.components import RunContext
     from adaptable.experiments.spec import ExperimentSpec
     from adaptable.experiments.store import ResultStore
+    from adaptable.experiments.sweep import run_sweep
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", required=True)

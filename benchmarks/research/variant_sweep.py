@@ -19,12 +19,13 @@ import os
 import sys
 import time
 
+from adaptable.experiments.components import RunContext
 from adaptable.experiments.executors import LocalExecutor
 from adaptable.experiments.paper import TABLES
 from adaptable.experiments.report import warning_lines
-from adaptable.experiments.runner import RunContext, run_sweep
 from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import ResultStore
+from adaptable.experiments.sweep import run_sweep
 from adaptable.experiments.tables import table_specs
 
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from adaptable.core.decision.rules import choose_rule, confusion, expected_confusion, score
 from adaptable.core.recommended.prior_estimate import OnlinePriorEstimate
-from adaptable.experiments.runner import RunContext, get_dataset, source_model
+from adaptable.experiments.components import RunContext, get_dataset, source_model
 from adaptable.experiments.spec import BATCH_SIZE
 
 OBJECTIVE = "macro_f1"
