@@ -1,9 +1,11 @@
 """Helpers of the core tests: a decider's fit context on the synthetic task, its batches, a
-part's state as the saved file would hold it, and a small torch source model."""
+part's state as the saved file would hold it, a small torch source model, and a drift log's
+state as earlier versions pickled it."""
 
 from __future__ import annotations
 
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ import torch
 from adaptable.core import CalibratedBatch, SourceData, softmax, source_prior
 from adaptable.core.parts.contexts import FitContext, LoadContext, PartState
 from adaptable.core.parts.saved_state import StateReader
+from adaptable.core.report.drift_log import DriftLog
 from adaptable.encoding import Encoder
 from adaptable.models import TorchSourceModel
 
@@ -74,3 +77,48 @@ def unadapted_record(proba: np.ndarray, **extra) -> dict:
         shift_threshold=3.0,
         **extra,
     )
+
+
+def earlier_drift_log_state(log: DriftLog) -> dict:
+    """``log``'s state as a DriftLog pickled it while its window of records and its kept rows
+    were mixins: their attributes on the log itself, the first row ids kept from the older of
+    the first kept record and the first kept batch (``_start_base``)."""
+    records, rows = log._records, log._rows
+    base = min(rows.oldest, records.dropped)
+    starts = [
+        records.records[number - records.dropped].first_row
+        if number >= records.dropped
+        else int(rows._starts[number - rows._starts_from])
+        for number in range(base, records.n_batches)
+    ]
+    buffer = np.zeros(max(64, 2 * len(starts)), dtype=np.int64)
+    buffer[: len(starts)] = starts
+    return {
+        "n_classes": log.n_classes,
+        "objective": log.objective,
+        "prediction_rows": rows.prediction_rows,
+        "max_batches": records.max_batches,
+        "_heldout": log._heldout,
+        "_residuals": log._residuals,
+        "_batches": records.records,
+        "_start_buffer": buffer,
+        "_start_base": base,
+        "_predictions": rows.codes,
+        "_logits": rows.logits,
+        "_believed": rows.believed,
+        "_given": rows.given,
+        "_oldest": rows.oldest,
+        "_kept": rows.kept,
+        "dropped": records.dropped,
+        "n_rows": rows.n_rows,
+        "unscored": log.unscored,
+        "_pending": records.pending,
+        "_pending_rows": records.pending_rows,
+    }
+
+
+def unpickled_from_state(state: dict) -> DriftLog:
+    """A DriftLog pickled with the attributes ``state`` (whatever their layout), unpickled."""
+    log = DriftLog.__new__(DriftLog)
+    log.__dict__.update(state)  # as the version that wrote it held them
+    return pickle.loads(pickle.dumps(log))

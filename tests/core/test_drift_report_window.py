@@ -12,7 +12,7 @@ import pytest
 
 from adaptable.core.report.drift_log import REPORT_BATCHES, DriftLog
 
-from .conftest import unadapted_record
+from .conftest import earlier_drift_log_state, unadapted_record, unpickled_from_state
 
 HELDOUT = (np.log(np.array([[0.8, 0.2], [0.3, 0.7], [0.6, 0.4], [0.1, 0.9]] * 5)),
            np.array([0, 1, 0, 1] * 5))  # fmt: skip
@@ -182,10 +182,9 @@ def test_save_restore_and_pickle_after_forgetting_go_on_identically() -> None:
     reread.restore(arrays)
     assert reread.dropped == 0 and reread.frame().equals(older.frame())
     # a log pickled before it could forget has no count of forgotten records: none
-    state = older.__getstate__() if hasattr(older, "__getstate__") else dict(older.__dict__)
-    state = {k: v for k, v in dict(state).items() if k not in ("dropped", "max_batches")}
-    revived = DriftLog.__new__(DriftLog)
-    revived.__setstate__(state)
+    state = earlier_drift_log_state(older)
+    state = {k: v for k, v in state.items() if k not in ("dropped", "max_batches", "_start_base")}
+    revived = unpickled_from_state(state)
     assert revived.dropped == 0 and revived.max_batches == REPORT_BATCHES
     assert revived.frame().equals(older.frame())
 

@@ -14,6 +14,8 @@ from adaptable.core.decision.rules import confusion, plugin_weights, score
 from adaptable.core.recommended.labelled_rows import LabelledRows
 from adaptable.core.report.drift_log import DriftLog
 
+from .conftest import earlier_drift_log_state, unpickled_from_state
+
 BATCH = 64
 
 
@@ -500,8 +502,9 @@ def test_a_log_pickled_before_it_kept_the_given_labels_still_learns() -> None:
     log = DriftLog(2, "accuracy")
     log.record(rows=4, predictions=np.array([0, 1, 1, 0]), expected=np.zeros((2, 2, 2)),
                rule="source", target_prior=np.array([0.5, 0.5]))  # fmt: skip
-    del log.__dict__["_given"]  # as written by an earlier version
-    old = pickle.loads(pickle.dumps(log))
+    state = earlier_drift_log_state(log)
+    del state["_given"]  # as written by an earlier version
+    old = unpickled_from_state(state)
     old.learn(np.array([0, 1]), np.array([0, 1]), np.array([0, 1]))
     assert old.new_labels(np.array([0, 1, 2]), np.array([0, 1, 1])).tolist() == [False, False, True]
 

@@ -2,16 +2,21 @@
 attributes they lack.
 
 Pickle (and joblib) records an object by its class's module path and its attributes as they
-were. Two things change between versions: a module moves, and a class gains an attribute. Both
-are answered here, one table each, so that no class carries compatibility code of its own:
+were. Three things change between versions: a module moves, a class gains an attribute, and a
+class's attributes are regrouped into parts of their own. Each is answered here, so that no
+class carries compatibility code of its own:
 
 - :data:`MOVED_MODULES`: a module path of an earlier version -> where its names live now.
   :func:`install` (called by ``import adaptable.core``) lets the unpickler import the old path.
 - :data:`ADDED_ATTRIBUTES`: class name -> attribute -> the value that keeps an object pickled
   before the attribute existed behaving as it did (a callable receives the pickled state).
-  Each class's ``__setstate__`` passes its state through :func:`with_added_attributes`.
+- :data:`REGROUPED`: class name -> the function that rewrites a state pickled with the class's
+  earlier layout into the current one (the drift log's window of records and kept rows, once
+  mixins sharing the log's attributes: :func:`drift_log_parts`).
 
-A later change that moves a module or adds an attribute to a pickled class adds its row here.
+Each class's ``__setstate__`` passes its state through :func:`with_added_attributes`, which
+regroups it, then adds the missing attributes. A later change that moves a module, adds an
+attribute to a pickled class or regroups one adds its row here.
 
 Example:
     >>> state = with_added_attributes("LabelledFeedback", {"objective": "macro_f1"})
@@ -56,8 +61,8 @@ MOVED_MODULES: Mapping[str, str] = {
     "adaptable.core.feedback.correction": "adaptable.core.labels.score_correction",
     "adaptable.core.feedback.learner": "adaptable.core.labels.labelled_choice",
     "adaptable.core.drift_report": "adaptable.core.report.drift_log",
-    "adaptable.core.drift_log_state": "adaptable.core.report.log_storage",
-    "adaptable.core.drift_log_rows": "adaptable.core.report.row_labels",
+    "adaptable.core.drift_log_state": "adaptable.core.report.record_window",
+    "adaptable.core.drift_log_rows": "adaptable.core.report.kept_rows",
     "adaptable.core.drift_summary": "adaptable.core.report.drift_summary",
     "adaptable.core.heldout_estimate": "adaptable.core.report.heldout_estimate",
     "adaptable.core.label_corrected": "adaptable.core.report.label_corrected_estimate",
@@ -69,6 +74,9 @@ MOVED_MODULES: Mapping[str, str] = {
     "adaptable.core.reading_bound": "adaptable.core.recommended.estimate_bound",
     "adaptable.core.serialization": "adaptable.core.persistence.save_file",
     "adaptable.core.late_labels": "adaptable.core.label_intake",
+    # the drift log's parts, once mixins, each an object of its own
+    "adaptable.core.report.log_storage": "adaptable.core.report.record_window",
+    "adaptable.core.report.row_labels": "adaptable.core.report.kept_rows",
 }
 
 #: the report's window when a log or an adapter was pickled before it had one (records kept
@@ -93,34 +101,121 @@ ADDED_ATTRIBUTES: Mapping[str, Mapping[str, Any]] = {
         # before the likelihood incumbent, the labels' rule choice started from the reading
         "likelihood_incumbent": False,
     },
-    "DriftLog": {
-        # before labels were kept by row id, none were
-        "_given": {},
-        # before the report could forget records, none were forgotten
-        "dropped": 0,
-        "max_batches": EARLIER_REPORT_BATCHES,
-        "_start_base": lambda state: state.get("dropped", 0),
-    },
+}
+
+#: a DriftLog's attributes that its earlier layout (the window of records and the kept rows as
+#: mixins, their attributes on the log) gained over time, as :data:`ADDED_ATTRIBUTES`
+DRIFT_LOG_MIXINS_ADDED: Mapping[str, Any] = {
+    # before labels were kept by row id, none were
+    "_given": {},
+    # before the report could forget records, none were forgotten
+    "dropped": 0,
+    "max_batches": EARLIER_REPORT_BATCHES,
+    # the first row ids were kept from the first kept record on
+    "_start_base": lambda state: state.get("dropped", 0),
+}
+
+#: the parts of a DriftLog: its attribute -> the part's class, as the unpickler finds it
+DRIFT_LOG_PARTS: Mapping[str, tuple[str, str]] = {
+    "_records": ("adaptable.core.report.record_window", "RecordWindow"),
+    "_rows": ("adaptable.core.report.kept_rows", "KeptRows"),
+}
+
+#: a DriftLog's attribute in the earlier layout -> the part that holds it now, and its name
+#: there; the attributes not listed stay on the log (``n_classes`` also goes to every part)
+DRIFT_LOG_MOVED: Mapping[str, tuple[str, str]] = {
+    "_batches": ("_records", "records"),
+    "dropped": ("_records", "dropped"),
+    "max_batches": ("_records", "max_batches"),
+    "_pending": ("_records", "pending"),
+    "_pending_rows": ("_records", "pending_rows"),
+    "n_rows": ("_rows", "n_rows"),
+    "prediction_rows": ("_rows", "prediction_rows"),
+    "_oldest": ("_rows", "oldest"),
+    "_kept": ("_rows", "kept"),
+    "_predictions": ("_rows", "codes"),
+    "_logits": ("_rows", "logits"),
+    "_believed": ("_rows", "believed"),
+    "_given": ("_rows", "given"),
+    # the first row id of each batch from batch ``_start_base`` on; the start is at most the
+    # oldest kept batch, as the kept rows' own buffer requires
+    "_start_buffer": ("_rows", "_starts"),
+    "_start_base": ("_rows", "_starts_from"),
+}
+
+
+def drift_log_parts(state: dict[str, Any]) -> dict[str, Any]:
+    """A DriftLog's state pickled with the earlier layout (recognised by ``_batches``, the
+    records then held by the log itself) rewritten with the log's parts
+    (:data:`DRIFT_LOG_PARTS`), each holding its attributes (:data:`DRIFT_LOG_MOVED`); a
+    state of the current layout unchanged."""
+    if "_batches" not in state:
+        return state
+    state = _filled(DRIFT_LOG_MIXINS_ADDED, state)
+    parts: dict[str, dict[str, Any]] = {
+        part: {"n_classes": state["n_classes"]} for part in DRIFT_LOG_PARTS
+    }
+    log: dict[str, Any] = {}
+    for name, value in state.items():
+        if name in DRIFT_LOG_MOVED:
+            part, attribute = DRIFT_LOG_MOVED[name]
+            parts[part][attribute] = value
+        else:
+            log[name] = value
+    # the kept rows count the batches themselves; the log read them off its records
+    parts["_rows"]["n_batches"] = state["dropped"] + len(state["_batches"])
+    for part, attributes in parts.items():
+        log[part] = _instance(*DRIFT_LOG_PARTS[part], attributes)
+    return log
+
+
+#: class name -> the function that rewrites a state of its earlier layout into the current one
+REGROUPED: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "DriftLog": drift_log_parts,
 }
 
 
 def with_added_attributes(class_name: str, state: dict[str, Any]) -> dict[str, Any]:
-    """``state`` (a pickled ``__dict__``) with every attribute that ``class_name`` gained since
-    it was pickled set to the value that keeps the object behaving as it did.
+    """``state`` (a pickled ``__dict__``) in the class's current layout (:data:`REGROUPED`),
+    with every attribute that ``class_name`` gained since it was pickled set to the value that
+    keeps the object behaving as it did (:data:`ADDED_ATTRIBUTES`).
 
     Args:
-        class_name: a key of :data:`ADDED_ATTRIBUTES` (another name: ``state`` unchanged).
+        class_name: a key of those tables (another name: ``state`` unchanged).
         state: the unpickled attribute dictionary.
 
     Returns:
-        a new dictionary; attributes present in ``state`` are kept as they are.
+        a new dictionary; attributes present in ``state`` are kept as they are (or moved to
+        the part that holds them now).
     """
+    regroup = REGROUPED.get(class_name)
+    if regroup is not None:
+        state = regroup(state)
+    return _filled(ADDED_ATTRIBUTES.get(class_name, {}), state)
+
+
+def _filled(added: Mapping[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` with the attributes of ``added`` it lacks (a callable receives ``state``)."""
     missing = {
         name: value(state) if isinstance(value, Callable) else _fresh(value)
-        for name, value in ADDED_ATTRIBUTES.get(class_name, {}).items()
+        for name, value in added.items()
         if name not in state
     }
     return {**state, **missing}
+
+
+def _instance(module: str, class_name: str, attributes: dict[str, Any]) -> Any:
+    """An object of the class ``class_name`` of ``module`` with ``attributes``, made as the
+    unpickler makes it (the class found by its path, so that this lower layer imports none of
+    the classes it builds)."""
+    cls = getattr(importlib.import_module(module), class_name)
+    instance = cls.__new__(cls)
+    setstate = getattr(instance, "__setstate__", None)
+    if setstate is not None:
+        setstate(attributes)
+    else:
+        instance.__dict__.update(attributes)
+    return instance
 
 
 def _fresh(value: Any) -> Any:

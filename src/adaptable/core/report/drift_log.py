@@ -15,18 +15,17 @@ against the model's argmax, and counted in the *realised* confusion matrices of 
 row came from. Labels passed without row ids teach the adapter but are not scored: rows
 re-presented by value cannot be told apart from other rows with the same features.
 
-Memory: a fixed number of numbers per batch (the matrices are C x C) for the last
-``max_batches`` batches (older records are forgotten, see :meth:`DriftLog.frame`), plus the
-adapter's predicted class codes of the last ``prediction_rows`` rows of those batches (older
-rows' labels still teach the adapter, but are not scored; :attr:`DriftLog.unscored` counts
-them), plus the posteriors of
-the batches whose expected matrices are not yet computed (fewer than ``PENDING_ROWS`` rows
-and one batch: they are computed together, and whenever the report is read or saved). The
-posteriors the adapter believed are kept with the predicted codes, so that a late label also
-measures their error (the label-corrected columns; five C x C arrays per batch that received
-labels).
-
-:meth:`DriftLog.frame` returns the report as a pandas DataFrame (see there for the columns).
+What is kept, and by which part: the records of the last ``max_batches`` batches, a fixed
+number of numbers each (the matrices are C x C), with the posteriors of the records whose
+expected matrices are not yet computed (fewer than ``PENDING_ROWS`` rows and one batch: they are
+computed together, and whenever the report is read or saved), in a
+:class:`~adaptable.core.report.record_window.RecordWindow`; the predicted class codes of the
+last ``prediction_rows`` rows, the posteriors the adapter believed for them (a late label also
+measures their error: the label-corrected columns) and the labels given by row id, in a
+:class:`~adaptable.core.report.kept_rows.KeptRows` (older rows' labels teach the adapter but
+are not scored: :attr:`DriftLog.unscored`); the labelled rows' residuals, five C x C arrays per
+labelled batch, in a :class:`~adaptable.core.report.label_corrected_estimate.ResidualSums`.
+:meth:`DriftLog.frame` reads the report as a DataFrame.
 
 Example:
     >>> import numpy as np
@@ -42,33 +41,38 @@ Example:
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from adaptable.core.decision.rules import confusion, score
-from adaptable.core.labels.label_prior import dirichlet_interval
 from adaptable.core.parts.earlier_pickles import with_added_attributes
-from adaptable.core.report.heldout_estimate import (
-    class_offsets,
-    realised_variance,
-    stream_estimates,
-)
+from adaptable.core.report.heldout_estimate import realised_variance, stream_estimates
+from adaptable.core.report.kept_rows import KeptRows
 from adaptable.core.report.label_corrected_estimate import ResidualSums
-from adaptable.core.report.log_storage import (
+from adaptable.core.report.record_window import BatchRecord, RecordWindow
+from adaptable.core.report.report_columns import (
     COUNTS,
-    SCALARS,
-    BatchRecord,
-    DriftLogState,
+    class_names,
     empty_report,
+    objective_scores,
+    record_columns,
+    report_classes,
 )
-from adaptable.core.report.row_labels import DriftLogRows
+
+__all__ = [
+    "PENDING_ROWS",
+    "PREDICTION_ROWS",
+    "REPORT_BATCHES",
+    "DriftLog",
+    "Window",
+    "report_classes",
+]
 
 #: predicted class codes kept for matching late labels to their rows
 PREDICTION_ROWS = 1 << 16
-#: batches the report keeps (about 1.2 kB each with two classes): older ones are forgotten
+#: batches the report keeps: older ones are forgotten
 REPORT_BATCHES = 1 << 14
 #: rows whose expected confusion matrices are computed together: a record keeps its batch's
 #: posteriors until then (one vectorised pass instead of a few small products per batch)
@@ -87,7 +91,7 @@ class Window(NamedTuple):
     last: BatchRecord  # the last batch's record
 
 
-class DriftLog(DriftLogState, DriftLogRows):
+class DriftLog:
     """Per-batch records of a stream, and late labels scored against the rows' predictions.
 
     Args:
@@ -102,9 +106,9 @@ class DriftLog(DriftLogState, DriftLogRows):
             for those rows are learnt and checked for repeats, and counted in ``unscored``).
 
     Attributes:
-        n_rows: rows recorded since the last reset (the next batch's first row id).
+        n_classes: C.
+        objective: the metric of the performance columns.
         unscored: labelled rows given with ids whose predictions were no longer kept.
-        dropped: the oldest batches' records forgotten (the first kept record's batch number).
     """
 
     def __init__(
@@ -116,11 +120,38 @@ class DriftLog(DriftLogState, DriftLogRows):
     ) -> None:
         self.n_classes = int(n_classes)
         self.objective = objective
-        self.prediction_rows = int(PREDICTION_ROWS if prediction_rows is None else prediction_rows)
-        self.max_batches = int(REPORT_BATCHES if max_batches is None else max_batches)
+        window = REPORT_BATCHES if max_batches is None else max_batches
+        kept = PREDICTION_ROWS if prediction_rows is None else prediction_rows
+        #: the held-out source rows' log-posteriors and labels (:meth:`use_heldout`)
         self._heldout: tuple[np.ndarray, np.ndarray] | None = None
+        #: the records of the batches in the window, and those still to settle
+        self._records = RecordWindow(self.n_classes, window)
+        #: the last rows' predictions, found by row id, and the labels given for them
+        self._rows = KeptRows(self.n_classes, kept)
+        #: the labelled rows' residuals, per batch (the label-corrected columns)
         self._residuals = ResidualSums(self.n_classes)
-        self.reset()
+        self.unscored = 0
+
+    @property
+    def n_rows(self) -> int:
+        """Rows recorded since the last reset (the next batch's first row id)."""
+        return self._rows.n_rows
+
+    @property
+    def dropped(self) -> int:
+        """The oldest batches' records forgotten (the first kept record's batch number)."""
+        return self._records.dropped
+
+    @property
+    def max_batches(self) -> int:
+        """Records kept once the oldest are forgotten (the window the log was built or
+        restored with)."""
+        return self._records.max_batches
+
+    @property
+    def prediction_rows(self) -> int:
+        """Rows whose predicted codes are kept for matching labels to them."""
+        return self._rows.prediction_rows
 
     def use_heldout(self, log_posteriors: np.ndarray, labels: np.ndarray) -> None:
         """The held-out source rows (the model's log-posteriors (m, C), label codes (m,); kept,
@@ -142,39 +173,14 @@ class DriftLog(DriftLogState, DriftLogRows):
         return value, float(np.sqrt(realised_variance(counts[None], self.objective)[0]))
 
     def reset(self) -> None:
-        """Forget every record."""
-        self._batches: list[BatchRecord] = []
-        #: each batch's first row id from batch number ``_start_base`` on (the older of the
-        #: first kept record and the first batch with kept rows), a buffer grown by doubling
-        self._start_buffer = np.zeros(64, dtype=np.int64)
-        self._start_base = 0
-        #: predicted codes by batch number (counted from the stream's start, like the stores
-        #: below; a record's position in ``_batches`` is its number less ``dropped``), the
-        #: batches from ``_oldest`` on: the last ``prediction_rows`` rows, whether or not their
-        #: batches' records are still kept (labels by row id are checked for repeats and
-        #: learnt from the kept scores as long as the rows are)
-        self._predictions: dict[int, np.ndarray] = {}
-        #: the model's logits of the same rows, where the record was given them (labels by
-        #: row id alone are learnt from them)
-        self._logits: dict[int, np.ndarray] = {}
-        #: the posteriors the adapter believed for the same rows (the label-corrected columns)
-        self._believed: dict[int, np.ndarray] = {}
-        #: the label codes given by row id for the same rows, -1 where none (only batches that
-        #: received one): a label sent again is recognised
-        self._given: dict[int, np.ndarray] = {}
+        """Forget every record, row and label (the held-out rows stay)."""
+        self._records.reset()
+        self._rows.reset()
         self._residuals.reset()
-        self._oldest = 0
-        self._kept = 0
-        self.dropped = 0
-        self.n_rows = 0
         self.unscored = 0
-        #: records whose expected matrices are still to compute: (batch index, posteriors,
-        #: the model's posteriors, the adapter's predictions, its output probabilities or None)
-        self._pending: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, Any]] = []
-        self._pending_rows = 0
 
     def __len__(self) -> int:
-        return len(self._batches)
+        return len(self._records)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickling, earlier versions' pickles included (``parts.earlier_pickles``)."""
@@ -233,93 +239,37 @@ class DriftLog(DriftLogState, DriftLogRows):
         if expected is None and (posteriors is None or source_proba is None):
             raise ValueError("record needs expected, or posteriors and source_proba.")
         rows = int(rows)
-        index = len(self._batches)
-        self._batches.append(
-            BatchRecord(
-                self.n_rows,
-                rows,
-                rule,
-                _number(shift_statistic),
-                float(shift_threshold),
-                _number(prior_statistic),
-                float(prior_critical),
-                int(n_labelled),
-                _number(prior_total),
-                np.array(target_prior, dtype=np.float64),
-                np.zeros(c) if labelled_counts is None else np.array(labelled_counts, float),
-                None if expected is None else np.asarray(expected, dtype=np.float64),
-            )
+        record = BatchRecord(
+            self._rows.n_rows,
+            rows,
+            rule,
+            _number(shift_statistic),
+            float(shift_threshold),
+            _number(prior_statistic),
+            float(prior_critical),
+            int(n_labelled),
+            _number(prior_total),
+            np.array(target_prior, dtype=np.float64),
+            np.zeros(c) if labelled_counts is None else np.array(labelled_counts, float),
+            None if expected is None else np.asarray(expected, dtype=np.float64),
         )
-        self._append_start(self.n_rows)
-        number = self.dropped + index
-        if logits is not None:
-            self._logits[number] = np.array(logits, dtype=np.float64)
-        if posteriors is not None:  # kept, not copied, like the pending records' arrays
-            self._believed[number] = posteriors
-        self._keep(np.asarray(predictions, dtype=np.int16))
-        self.n_rows += rows
-        if expected is None:
-            self._pending.append((index, posteriors, source_proba, predictions, output))
-            self._pending_rows += rows
-            if self._pending_rows >= PENDING_ROWS:
-                self._settle()
-        slack = max(self.max_batches // 4, 1)
-        if len(self._batches) > self.max_batches + slack:
-            self._trim()
+        self._records.append(record, posteriors, source_proba, predictions, output)
+        # the believed posteriors are kept, not copied, like the pending records' arrays
+        self._rows.add_batch(rows, predictions, logits, posteriors)
+        if self._records.pending_rows >= PENDING_ROWS:
+            self._records.settle()
+        if self._records.over_window():
+            self._forget_oldest()
 
-    def _settle(self) -> None:
-        """The pending records' expected confusion matrices, in one pass over their rows."""
-        pending = self._pending
-        if not pending:
-            return
-        self._pending, self._pending_rows = [], 0
-        c = self.n_classes
-        indices = [p[0] for p in pending]
-        sizes = [len(p[3]) for p in pending]
-        posteriors = np.concatenate([p[1] for p in pending]).astype(np.float64, copy=False)
-        model_proba = np.concatenate([p[2] for p in pending]).astype(np.float64, copy=False)
-        source = model_proba.argmax(axis=1)
-        adapter = np.concatenate([p[3] for p in pending])
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        nonempty = np.asarray(sizes) > 0
-        sums = np.zeros((len(pending), 2, c, c))
-        moments = np.zeros((len(pending), c, c))
-        offsets = np.full((len(pending), c), np.nan)
-        if nonempty.any():
-            starts = starts[nonempty]
-            outer = model_proba[:, :, None] * model_proba[:, None, :]
-            moments[nonempty] = np.add.reduceat(outer, starts, axis=0)
-            if all(p[4] is not None for p in pending):
-                output = np.concatenate([p[4] for p in pending])
-                offsets[nonempty] = class_offsets(output, model_proba, adapter, starts)
-            # column k of rule r: each batch's sum of the posteriors of the rows r predicts k
-            # (one segmented sum over the rows per column: fewer, larger numpy calls than a
-            # product per batch)
-            for rule, predicted in enumerate((source, adapter)):
-                for k in range(c):
-                    rows = posteriors * (predicted == k)[:, None]
-                    sums[nonempty, rule, :, k] = np.add.reduceat(rows, starts, axis=0)
-        for index, matrices, offset, moment in zip(indices, sums, offsets, moments, strict=True):
-            record = self._batches[index]
-            record.expected, record.offset, record.model_moment = matrices, offset, moment
-
-    def _keep(self, codes: np.ndarray) -> None:
-        """The latest batch's predicted codes; the oldest batches' dropped past the budget."""
-        self._predictions[self.dropped + len(self._batches) - 1] = codes
-        self._kept += len(codes)
-        while self._kept - len(self._predictions[self._oldest]) >= self.prediction_rows:
-            self._kept -= len(self._predictions.pop(self._oldest))
-            self._logits.pop(self._oldest, None)
-            self._believed.pop(self._oldest, None)
-            self._given.pop(self._oldest, None)
-            self._oldest += 1
-
-    def _append_start(self, start: int) -> None:
-        # the batch just appended, counted from the buffer's first batch
-        index = self.dropped + len(self._batches) - 1 - self._start_base
-        if index == len(self._start_buffer):
-            self._start_buffer = np.concatenate([self._start_buffer, self._start_buffer])
-        self._start_buffer[index] = start
+    def _forget_oldest(self) -> None:
+        """Forget the oldest records down to ``max_batches``, with their residual sums and
+        believed posteriors (the label-corrected columns of forgotten batches). Their rows'
+        predicted codes, scores and labels stay as long as the last ``prediction_rows`` rows
+        hold them: a label by row id for such a row is still checked for repeats and learnt,
+        but no longer scored."""
+        self._records.trim()
+        self._rows.forget_believed_before(self._records.dropped)
+        self._residuals.forget_before(self._records.dropped)
 
     def learn(
         self, row_ids: np.ndarray, labels: np.ndarray, source_predictions: np.ndarray
@@ -339,105 +289,81 @@ class DriftLog(DriftLogState, DriftLogRows):
         row_ids = np.asarray(row_ids, dtype=np.int64)
         if len(row_ids) == 0:
             return
-        self.check_ids(row_ids)
+        self._rows.check_ids(row_ids)
         labels = np.asarray(labels, dtype=np.int64)
         source_predictions = np.asarray(source_predictions, dtype=np.int64)
-        for index, part, offsets in self._by_batch(row_ids):
-            codes = self._predictions.get(index)
+        c = self.n_classes
+        for number, part, offsets in self._rows.by_batch(row_ids):
+            codes = self._rows.codes.get(number)
             if codes is None:  # predictions no longer kept: the labels still teach the adapter
                 self.unscored += len(part)
                 continue
-            given = self._given.get(index)
-            if given is None:
-                given = self._given[index] = np.full(len(codes), -1, dtype=np.int16)
-            given[offsets] = labels[part]
-            if index < self.dropped:  # the batch's record is forgotten: nothing to score
+            self._rows.remember_labels(number, offsets, labels[part])
+            record = self._records.at(number)
+            if record is None:  # the batch's record is forgotten: nothing to score
                 self.unscored += len(part)
                 continue
-            record = self._batches[index - self.dropped]
             if record.realised is None:
-                record.realised = np.zeros((2, self.n_classes, self.n_classes))
+                record.realised = np.zeros((2, c, c))
             realised = record.realised
-            realised[0] += confusion(labels[part], source_predictions[part], self.n_classes)
-            realised[1] += confusion(labels[part], codes[offsets], self.n_classes)
-            believed = self._believed.get(index)
+            realised[0] += confusion(labels[part], source_predictions[part], c)
+            realised[1] += confusion(labels[part], codes[offsets], c)
+            believed = self._rows.believed.get(number)
             if believed is not None:
                 # the model's argmax as the expected term reads it, where its scores are kept
-                logits = self._logits.get(index)
+                logits = self._rows.logits.get(number)
                 source = source_predictions[part] if logits is None else logits[offsets].argmax(1)
-                self._residuals.add(index, labels[part], believed[offsets], source, codes[offsets])
+                self._residuals.add(number, labels[part], believed[offsets], source, codes[offsets])
+
+    # ------------------------------------------------------------------ rows by id
+    def check_ids(self, row_ids: np.ndarray) -> None:
+        """Raise ``ValueError`` unless every id names a row predicted so far."""
+        self._rows.check_ids(row_ids)
+
+    def new_labels(
+        self, row_ids: np.ndarray, labels: np.ndarray, classes: Any = None
+    ) -> np.ndarray:
+        """Which of the labels given by row id are new
+        (:meth:`~adaptable.core.report.kept_rows.KeptRows.new_labels`): a mask (n,) without
+        the repeats of a label already given for its row; changes nothing.
+
+        Raises:
+            ValueError: an id naming no row predicted so far, or a row given two different
+                labels.
+        """
+        return self._rows.new_labels(row_ids, labels, classes)
+
+    def kept_logits(self, row_ids: np.ndarray) -> np.ndarray:
+        """The model's logits of earlier rows, by row id, as recorded when they were
+        predicted, (n, C) (:meth:`~adaptable.core.report.kept_rows.KeptRows.kept_logits`).
+
+        Raises:
+            ValueError: an id naming no row predicted so far, or a row whose logits are no
+                longer kept.
+        """
+        return self._rows.kept_logits(row_ids)
 
     # ------------------------------------------------------------------ reading
     def frame(self, classes: Any = None) -> pd.DataFrame:
         """The report, one row per kept batch: the last ``max_batches`` (up to a quarter more,
         at least one; on a long stream the oldest records are forgotten). The ``..._so_far``
         columns run over the kept batches, as if the stream began at the first of them;
-        ``batch`` counts from the stream's start.
+        ``batch`` counts from the stream's start. The columns, in their order, are listed in
+        :mod:`adaptable.core.report.report_columns`; per class ``k`` they are named by
+        ``classes`` (default 0..C-1).
 
-        Columns: ``batch``, ``first_row``, ``rows``; ``rule``; ``shift_statistic`` (the moment
-        test's z-score), ``shift_threshold``, ``shift_rejects``; ``prior_statistic`` (the
-        likelihood-ratio statistic of the target prior against p_s; NaN where the moment test
-        rejected), ``prior_critical``, ``prior_rejects``; ``n_labelled`` (labelled rows received
-        before the batch was decided); per class ``k`` (named by ``classes``, default 0..C-1):
-        ``prior_k`` and its 90 % interval ``prior_k_low`` / ``prior_k_high`` (NaN where the
-        estimate has none: no labels while the moment test rejects pure label shift), and
-        ``labelled_share_k`` (the class's share of the labelled rows, NaN without any); the
-        objective of the batch and of the stream so far (through this batch), estimated from
-        the posteriors (``estimated_source``, ``estimated_adapter``, ``..._so_far``) and
-        realised on the labels that have arrived for the batch's rows (``realised_rows``,
-        ``realised_source``, ``realised_adapter``, ``..._so_far``; NaN without labels); and,
-        over the stream so far, a calibration-free estimate valid under pure label shift
-        (:mod:`adaptable.core.report.heldout_estimate`; NaN where the moment test rejects it):
-        ``calibration_free_prior_k`` (BBSE-soft) and the objective from the held-out confusion
-        rates under it, ``calibration_free_source_so_far`` and
-        ``calibration_free_adapter_so_far``, with the standard deviation of the realised value
-        around each (``calibration_free_source_sd``, ``..._adapter_sd``: the stream's noise,
-        the held-out rows' and the realised metric's own). Unlike the posteriors' estimate it
-        does not depend on the model's calibration; it is noisy on short streams. Once labels
-        arrive by row id: ``label_corrected_source_so_far`` and ``..._adapter_so_far``, the
-        objective over every row so far from the believed posteriors corrected by their error
-        on the labelled rows (:mod:`adaptable.core.report.label_corrected_estimate`), and the standard
-        deviation of the realised value around each (``label_corrected_*_sd``; NaN below two
-        labelled rows). Both deviations are capped at 0.5, beyond which two of them already
-        cover any miss. ``heldout_source`` and ``heldout_source_sd``, the same on every row:
-        the unadapted model's objective on the held-out source rows (:meth:`heldout_reference`),
-        the level the stream's columns compare with.
+        Warns:
+            UserWarning: ``classes`` whose columns would not name them back (they are named
+                by position instead; :func:`~adaptable.core.report.report_columns.class_names`).
         """
-        names = _class_names(classes, self.n_classes)
-        self._settle()
-        if not self._batches:
+        names = class_names(classes, self.n_classes)
+        self._records.settle()
+        b = self._records.records
+        if not b:
             return empty_report(names)
-        b = self._batches
-        data: dict[str, Any] = {"batch": self.dropped + np.arange(len(b))}
-        for key in SCALARS:
-            data[key] = np.array([getattr(x, key) for x in b], dtype=np.float64)
-        data["rule"] = [x.rule for x in b]
-        data["shift_rejects"] = data["shift_statistic"] > data["shift_threshold"]
-        data["prior_rejects"] = data["prior_statistic"] >= data["prior_critical"]
-        prior = np.stack([x.target_prior for x in b])
-        total = data["prior_total"]
-        lower, upper = np.full_like(prior, np.nan), np.full_like(prior, np.nan)
-        known = np.isfinite(total)
-        if known.any():
-            lower[known], upper[known] = dirichlet_interval(prior[known], total[known])
-        for k, name in enumerate(names):
-            data[f"prior_{name}"] = prior[:, k]
-            data[f"prior_{name}_low"] = lower[:, k]
-            data[f"prior_{name}_high"] = upper[:, k]
-        counts = np.stack([x.labelled_counts for x in b])
-        totals = counts.sum(axis=1, keepdims=True)
-        shares = np.where(totals > 0, counts / np.maximum(totals, 1), np.nan)
-        for k, name in enumerate(names):
-            data[f"labelled_share_{name}"] = shares[:, k]
         expected = np.stack([x.expected for x in b])
-        realised = np.stack([self._realised(x) for x in b])
-        for kind, matrices in (("estimated", expected), ("realised", realised)):
-            batch_scores = _scores(matrices, self.objective)
-            so_far = _scores(np.cumsum(matrices, axis=0), self.objective)
-            for r, who in enumerate(("source", "adapter")):
-                data[f"{kind}_{who}"] = batch_scores[:, r]
-                data[f"{kind}_{who}_so_far"] = so_far[:, r]
-        data["realised_rows"] = realised[:, 0].sum(axis=(1, 2))
+        realised = np.stack([self._records.realised(x) for x in b])
+        data = record_columns(b, expected, realised, self._records.dropped, names, self.objective)
         free_prior, free_scores, free_sd = self._calibration_free()
         for values in (free_prior, free_scores, free_sd):
             values[data["shift_rejects"]] = np.nan
@@ -447,7 +373,7 @@ class DriftLog(DriftLogState, DriftLogRows):
             data[f"calibration_free_{who}_so_far"] = free_scores[:, r]
             data[f"calibration_free_{who}_sd"] = free_sd[:, r]
         corrected, corrected_sd = self._residuals.estimates(
-            expected, data["rows"], self.objective, self.dropped
+            expected, data["rows"], self.objective, self._records.dropped
         )
         for r, who in enumerate(("source", "adapter")):
             data[f"label_corrected_{who}_so_far"] = corrected[:, r]
@@ -464,54 +390,45 @@ class DriftLog(DriftLogState, DriftLogRows):
         kept ones; at least one and ``first`` below their number), each as the frame's
         ``..._so_far`` columns would read for a stream that began at batch ``first``; the
         calibration-free one, the costly one (a bootstrap of the held-out rows), is
-        :meth:`calibration_free_window`'s."""
-        b = self._from(first)
+        :meth:`calibration_free_window`'s.
+
+        Raises:
+            ValueError: ``first`` negative, or no kept batch from it on.
+        """
+        b = self._records.settled_from(first)
         expected = np.stack([x.expected for x in b])
         rows = np.array([x.rows for x in b], dtype=np.float64)
-        posteriors = _scores(expected.sum(axis=0)[None], self.objective)[0]
+        posteriors = objective_scores(expected.sum(axis=0)[None], self.objective)[0]
         corrected, corrected_sd = self._residuals.estimates(
-            expected, rows, self.objective, self.dropped + first
+            expected, rows, self.objective, self._records.dropped + first
         )
-        labelled = int(sum(self._realised(x)[0].sum() for x in b))
+        labelled = int(sum(self._records.realised(x)[0].sum() for x in b))
         return Window(int(rows.sum()), labelled, posteriors, corrected[-1], corrected_sd[-1], b[-1])
 
     def calibration_free_window(self, first: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """The calibration-free estimate over the batches from ``first`` on and its deviation,
         each a pair (unadapted model, adapter); NaN where the moment test rejects pure label
-        shift at the last batch, or without held-out rows."""
-        b = self._from(first)
+        shift at the last batch, or without held-out rows.
+
+        Raises:
+            ValueError: ``first`` negative, or no kept batch from it on.
+        """
+        b = self._records.settled_from(first)
         last = b[-1]
         if last.shift_statistic > last.shift_threshold:
             return np.full(2, np.nan), np.full(2, np.nan)
         _, scores, sd = self._calibration_free(first)
         return scores[-1], sd[-1]
 
-    def _from(self, first: int) -> list[BatchRecord]:
-        """The settled records from batch ``first`` on (at least one).
-
-        Raises:
-            ValueError: ``first`` negative, or no batch from it on.
-        """
-        if first < 0:
-            raise ValueError(f"drift report: the first batch must be >= 0; got {first}.")
-        self._settle()
-        b = self._batches[first:]
-        if not b:
-            raise ValueError(f"drift report: no batch from batch {first} on.")
-        return b
-
     def _calibration_free(self, first: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:func:`~adaptable.core.report.heldout_estimate.stream_estimates` of the batches so far: the
-        label distribution (B, C), the two objectives (B, 2) and their deviations (B, 2); NaN
-        without held-out rows or the batches' model posteriors. With ``first``, of the
-        batches from ``first`` on, as if the stream began there."""
-        b, c = self._batches[first:], self.n_classes
+        """:func:`~adaptable.core.report.heldout_estimate.stream_estimates` of the batches so
+        far: the label distribution (B, C), the two objectives (B, 2) and their deviations
+        (B, 2); NaN without held-out rows or the batches' model posteriors. With ``first``, of
+        the batches from ``first`` on, as if the stream began there."""
+        b, c = self._records.records[first:], self.n_classes
         if self._heldout is None or not len(self._heldout[1]) or not b:
-            return (
-                np.full((len(b), c), np.nan),
-                np.full((len(b), 2), np.nan),
-                np.full((len(b), 2), np.nan),
-            )
+            nan_pairs = np.full((len(b), 2), np.nan)  # the frame fills its columns in place
+            return np.full((len(b), c), np.nan), nan_pairs, nan_pairs.copy()
         nan, nan_moment = np.full(c, np.nan), np.full((c, c), np.nan)
         return stream_estimates(
             np.array([x.rows for x in b], dtype=np.float64),
@@ -521,67 +438,60 @@ class DriftLog(DriftLogState, DriftLogRows):
             self.objective,
         )
 
-
-#: the report's columns per class, and its own columns a class's could clash with
-CLASS_COLUMNS = ("prior_{}", "prior_{}_low", "prior_{}_high", "labelled_share_{}",
-                 "calibration_free_prior_{}")  # fmt: skip
-OWN_COLUMNS = frozenset({"prior_statistic", "prior_critical", "prior_rejects", "prior_total"})
-
-
-def report_classes(columns: Any) -> list[str]:
-    """The class names a report's columns hold, in their order: each class has the columns
-    ``prior_<class>``, ``prior_<class>_low`` and ``prior_<class>_high``; the interval's columns
-    say which are classes, since a class may itself be called ``low`` or end in ``_high``.
-
-    >>> report_classes(["prior_statistic", "prior_high", "prior_high_low", "prior_high_high",
-    ...                 "prior_low", "prior_low_low", "prior_low_high"])
-    ['high', 'low']
-    """
-    columns = list(columns)
-    present = set(columns)
-    return [
-        column.removeprefix("prior_")
-        for column in columns
-        if column.startswith("prior_")
-        and {f"{column}_low", f"{column}_high"} <= present
-        and column not in OWN_COLUMNS
-    ]
-
-
-def _class_names(classes: Any, n_classes: int) -> list[str]:
-    """The classes' names in the report's columns: ``classes`` as strings, or their positions
-    (with a warning) where the columns would not name the classes back: two classes giving
-    one column, a class giving one of the report's own (classes ``a`` and ``a_low``:
-    ``prior_a_low``; a class ``total``), or the columns read as more classes than there are
-    (a reader finds a class by ``prior_<k>`` with its ``_low`` and ``_high``: classes ``c``,
-    ``c_low_low`` and ``c_low_high`` would read as a fourth, ``c_low``)."""
-    positions = [str(k) for k in range(n_classes)]
-    if classes is None:
-        return positions
-    names = [str(k) for k in classes]
-    columns = [pattern.format(name) for name in names for pattern in CLASS_COLUMNS]
-    clash = len(set(columns) | OWN_COLUMNS) < len(columns) + len(OWN_COLUMNS)
-    if clash or sorted(report_classes([*OWN_COLUMNS, *columns])) != sorted(names):
-        warnings.warn(
-            f"adaptable: the report's columns cannot name the classes {names} unambiguously "
-            f"(prior_<class>, prior_<class>_low, ...); it names them by position "
-            f"(0 .. {n_classes - 1}) instead.",
-            UserWarning,
-            stacklevel=4,
+    # ------------------------------------------------------------------ saved layout
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The log as arrays, for ``save`` / ``load``: the records
+        (:meth:`~adaptable.core.report.record_window.RecordWindow.arrays`), the kept rows
+        (:meth:`~adaptable.core.report.kept_rows.KeptRows.arrays`), the counters (rows
+        recorded, ``unscored``, the oldest kept batch, ``dropped``, ``max_batches``) and the
+        residual sums. The names and values are a file format."""
+        records = self._records.arrays()  # settles the pending records
+        rows = self._rows.arrays()
+        counters = [
+            self._rows.n_rows,
+            self.unscored,
+            self._rows.oldest,
+            self._records.dropped,
+            self._records.max_batches,
+        ]
+        return (
+            records
+            | {
+                "predictions": rows.pop("predictions"),
+                "counters": np.array(counters, dtype=np.int64),
+                "kept_sizes": rows.pop("kept_sizes"),
+            }
+            | rows
+            | self._residuals.arrays(self._records.n_batches)
         )
-        return positions
-    return names
+
+    def restore(self, arrays: dict[str, np.ndarray]) -> None:
+        """Inverse of :meth:`arrays` (empty arrays may be missing; a file written before the
+        report existed holds no counters: no records).
+
+        Raises:
+            ValueError: missing, malformed or inconsistent arrays.
+        """
+        self.reset()
+        if "counters" not in arrays:
+            return
+        counters = np.asarray(arrays["counters"], dtype=np.int64).reshape(-1)
+        # a file written before records were forgotten holds three counters: none was; the
+        # fifth, the window the log was fitted with (a later set_params does not change it)
+        dropped = int(counters[3]) if len(counters) >= 4 else 0
+        window = int(counters[4]) if len(counters) == 5 else self.max_batches
+        self._records.restore(arrays, dropped, window)
+        if counters.shape not in ((3,), (4,), (5,)):
+            raise ValueError("drift report: arrays of inconsistent shapes.")
+        n_rows, oldest = int(counters[0]), int(counters[2])
+        records = self._records.records
+        # a file written before the kept rows were counted kept those of the kept records
+        record_sizes = [x.rows for x in records[max(oldest - dropped, 0) :]]
+        self._rows.restore(arrays, n_rows, oldest, self._records.n_batches, record_sizes)
+        self._residuals.restore(arrays, self._records.n_batches)
+        self._residuals.forget_before(dropped)
+        self.unscored = int(counters[1])
 
 
 def _number(value: float | None) -> float:
     return np.nan if value is None else float(value)
-
-
-def _scores(matrices: np.ndarray, objective: str) -> np.ndarray:
-    """The objective of each (batch, rule) matrix, NaN where a matrix holds no rows."""
-    flat = matrices.reshape(-1, *matrices.shape[-2:])
-    # one vectorised call (a leading axis of one keeps score off its two-rule shortcut, so
-    # every matrix takes the same arithmetic as alone)
-    values = np.asarray(score(flat[None], objective), dtype=np.float64)[0]
-    values[flat.sum(axis=(1, 2)) <= 0] = np.nan
-    return values.reshape(matrices.shape[:-2])
