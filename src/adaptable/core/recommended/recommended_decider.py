@@ -34,7 +34,6 @@ import numpy as np
 from adaptable.core.decision.class_presence import presence
 from adaptable.core.decision.rules import (
     OBJECTIVES,
-    RuleChoice,
     between_weights,
     choose_rule,
     expected_confusion,
@@ -52,6 +51,14 @@ from adaptable.core.recommended.prior_estimate import (
     OnlinePriorEstimate,
     chi2_critical,
     prior_center,
+)
+from adaptable.core.recommended.saved_fields import (
+    read_expected_confusion,
+    read_heldout_scores,
+    read_prior_estimate,
+    read_rule,
+    read_shift_test,
+    rule_metadata,
 )
 from adaptable.core.report.drift_log import REPORT_BATCHES
 from adaptable.framework.parameters import Constraint, Interval, StrOptions
@@ -397,144 +404,36 @@ class RecommendedDecider(LabelledRows, Decider):
         arrays |= {f"prior_estimate.{k}": v for k, v in self.prior_estimate.arrays().items()}
         arrays["expected_confusion"] = self.expected_confusion
         arrays |= self._feedback_arrays()
-        rule = self.rule
         metadata = {
             "temperature": None,
-            "rule": {
-                "beta": rule.beta,
-                "source_score": rule.source_score,
-                "balanced_score": rule.balanced_score,
-                "evidence": rule.evidence,
-            },
+            "rule": rule_metadata(self.rule),
             "seed": self.prior_estimate.seed,
         }
         return PartState(arrays, metadata)
 
     @classmethod
     def from_state(cls, context: LoadContext) -> RecommendedDecider:
-        """Inverse of :meth:`state`, mid-stream; every field checked: each tensor's shape and
-        dtype before its data is read, the moment test against the saved Encoder's columns,
-        the reservoir's rows as probabilities, and the counts as non-negative integers that
-        agree with each other."""
+        """Inverse of :meth:`state`, mid-stream; every field checked
+        (:mod:`~adaptable.core.recommended.saved_fields`): each tensor's shape and dtype before
+        its data is read, the moment test against the saved Encoder's columns, the reservoir's
+        rows as probabilities, and the counts as non-negative integers that agree with each
+        other."""
         reader, n_classes = context.reader, context.n_classes
         decider = cls.from_params(context.params)
         decider.source_prior_ = context.source_prior
         if reader.meta.get("temperature") is not None:
             raise reader.error("temperature", "must be null for the default preset")
-        rule = reader.field("rule", dict)
-        numbers = {"beta", "source_score", "balanced_score", "evidence"}
-        if set(rule) != numbers or not all(
-            isinstance(rule[k], int | float) and not isinstance(rule[k], bool) for k in numbers
-        ):
-            raise reader.error(
-                "rule", f"cannot be read (it must hold the numbers {sorted(numbers)})"
-            )
-        choice = RuleChoice(
-            float(rule["beta"]),
-            float(rule["source_score"]),
-            float(rule["balanced_score"]),
-            float(rule["evidence"]),
-        )
-        scores_and_evidence = (choice.source_score, choice.balanced_score, choice.evidence)
-        if choice.beta not in (0.0, 1.0) or not all(0.0 <= v <= 1.0 for v in scores_and_evidence):
-            raise reader.error(
-                "rule", f"must have beta 0 or 1, and scores and evidence in [0, 1]; got {rule}"
-            )
-
-        # The moment test: its columns are the saved Encoder's (numbers, then each categorical
-        # feature's categories, rare ones pooled by the lookup).
-        def shift_tensor(name: str, shape: tuple[int, ...], dtype: str = "float64"):
-            return reader.tensor(f"shift_test.{name}", shape, dtype)
-
-        def declared(name: str) -> tuple[int, ...]:
-            return reader.shape(f"shift_test.{name}") or (0,)
-
-        encoder = context.encoder
-        n_numeric = reader.count("shift_test.n_numeric")
-        sizes = None if encoder is None else np.asarray(encoder.cardinalities, dtype=np.int64)
-        if encoder is not None and n_numeric != len(encoder.numerical_):
-            raise reader.error(
-                "shift_test.n_numeric",
-                f"is {n_numeric} but the encoder has {len(encoder.numerical_)} numerical columns",
-            )
-        # as fit computes them: [0] for a table without categorical columns
-        written = None if sizes is None else np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        offsets = shift_tensor(
-            "offsets", declared("offsets") if written is None else written.shape, "int64"
-        )
-        if written is not None and not np.array_equal(offsets, written):
-            raise reader.error("shift_test.offsets", "disagrees with the encoder's categories")
-        categories = int(sizes.sum()) if sizes is not None else None
-        arrays: dict[str, np.ndarray] = {}
-        if "shift_test.lookup" in reader.arrays:
-            shape = declared("lookup") if categories is None else (categories,)
-            lookup = shift_tensor("lookup", shape, "int64")
-            if len(lookup) and (lookup.min() < 0 or lookup.max() >= len(lookup)):
-                raise reader.error("shift_test.lookup", "points outside the one-hot columns")
-            arrays["lookup"] = lookup
-            one_hot = int(lookup.max()) + 1 if len(lookup) else 0
-        elif categories is not None:  # written before rare categories were pooled
-            one_hot = categories
-        else:
-            one_hot = declared("class_means")[0] - n_numeric
-        width = n_numeric + one_hot
-        arrays |= {
-            "class_means": shift_tensor("class_means", (width, n_classes)),
-            "weights": shift_tensor("weights", (width,)),
-            "sums": shift_tensor("sums", (width,)),
-            "null": shift_tensor("null", (2,)),
-            "offsets": offsets,
-            "n_numeric": np.array([n_numeric]),
-            "n_rows": np.array([reader.count("shift_test.n_rows")]),
-        }
-        try:
-            test = LabelShiftTest.from_arrays(arrays, n_classes)
-        except (ValueError, KeyError) as err:
-            raise reader.error("shift_test", str(err)) from err
-
-        # The target-prior estimate: a reservoir of min(n_seen, capacity) probability rows.
+        rule = read_rule(reader)
+        test = read_shift_test(reader, n_classes, context.encoder)
         seed = reader.integer("seed", minimum=0)
         decider.reference_prior_ = decider.source_prior_
         if decider.prior_reference != "labels" and "feedback.heldout_scores" in reader.arrays:
-            shape = reader.shape("feedback.heldout_scores") or (0, n_classes)
-            scores = reader.tensor("feedback.heldout_scores", (shape[0], n_classes))
+            scores = read_heldout_scores(reader, n_classes)
             decider.reference_prior_ = decider._reference_prior(scores)
         estimate = decider._new_prior_estimate(seed)
-        n_seen = int(reader.tensor("prior_estimate.n_seen", (1,), "int64")[0])
-        kept = min(n_seen, estimate.capacity)
-        # Before the first batch the reservoir is empty, and safetensors does not write it.
-        rows = (reader.shape("prior_estimate.reservoir") or (0,))[0]
-        if n_seen < 0 or rows != kept:
-            raise reader.error(
-                "prior_estimate",
-                f"must hold min(n_seen, {estimate.capacity}) reservoir rows; it holds {rows} "
-                f"with n_seen {n_seen}",
-            )
-        state = {
-            "reservoir": reader.tensor("prior_estimate.reservoir", (kept, n_classes)),
-            "n_seen": np.array([n_seen]),
-            "prior": reader.tensor("prior_estimate.prior", (n_classes,)),
-        }
-        try:
-            estimate.restore(state)
-        except (ValueError, KeyError) as err:
-            raise reader.error("prior_estimate", str(err)) from err
-
-        # Expected (true, predicted) counts of both rules over the same rows: non-negative, the
-        # same rows' posteriors per true class in both, and no more rows than the stream had.
-        expected = reader.tensor("expected_confusion", (2, n_classes, n_classes))
-        if np.any(expected < 0):
-            raise reader.error("expected_confusion", "holds negative counts")
-        by_class = expected.sum(axis=2)
-        total = float(by_class[0].sum())
-        tolerance = 1e-6 * max(total, 1.0)
-        if np.abs(by_class[0] - by_class[1]).max() > tolerance or total > n_seen + tolerance:
-            raise reader.error(
-                "expected_confusion",
-                "must count the same rows for both rules, at most the stream's "
-                f"{n_seen} (prior_estimate.n_seen)",
-            )
-        decider.rule, decider.shift_test, decider.prior_estimate = choice, test, estimate
+        n_seen = read_prior_estimate(reader, estimate, n_classes)
+        expected = read_expected_confusion(reader, n_classes, n_seen)
+        decider.rule, decider.shift_test, decider.prior_estimate = rule, test, estimate
         decider._start(expected.copy())
         decider._restore_feedback(reader, estimate.seed)
         return decider
