@@ -2,16 +2,22 @@
 attributes they lack.
 
 Pickle (and joblib) records an object by its class's module path and its attributes as they
-were. Two things change between versions: a module moves, and a class gains an attribute. Both
-are answered here, one table each, so that no class carries compatibility code of its own:
+were. Three things change between versions: a module moves, a class gains an attribute, and
+attributes of a class move into a part it owns. Each is answered here, one table each, so that
+no class carries compatibility code of its own:
 
 - :data:`MOVED_MODULES`: a module path of an earlier version -> where its names live now.
   :func:`install` (called by ``import adaptable.core``) lets the unpickler import the old path.
+- :data:`GATHERED_PARTS`: class name -> attribute -> the :class:`GatheredPart` built from the
+  attributes an object pickled before the part existed held itself.
 - :data:`ADDED_ATTRIBUTES`: class name -> attribute -> the value that keeps an object pickled
   before the attribute existed behaving as it did (a callable receives the pickled state).
-  Each class's ``__setstate__`` passes its state through :func:`with_added_attributes`.
 
-A later change that moves a module or adds an attribute to a pickled class adds its row here.
+Each class's ``__setstate__`` passes its state through :func:`with_added_attributes`, which
+gathers the parts first, then adds the attributes.
+
+A later change that moves a module, adds an attribute to a pickled class or moves attributes
+into a part adds its row here.
 
 Example:
     >>> state = with_added_attributes("LabelledFeedback", {"objective": "macro_f1"})
@@ -27,6 +33,7 @@ import importlib.machinery
 import sys
 import types
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 #: earlier module path -> the module that holds its names now (the regrouping by feature)
@@ -104,23 +111,91 @@ ADDED_ATTRIBUTES: Mapping[str, Mapping[str, Any]] = {
 }
 
 
+@dataclass(frozen=True)
+class GatheredPart:
+    """A part that took over attributes its owner held itself in an earlier version (a mixin).
+
+    Attributes:
+        part: the part's class, ``"module:Class"`` (imported when an earlier pickle needs it:
+            the part may live in a higher layer than this module).
+        moved: the part's attribute -> the owner's earlier attribute it takes over (removed
+            from the owner).
+        shared: the part's attribute -> the owner's attribute it is given as well (kept by the
+            owner; the same object).
+    """
+
+    part: str
+    moved: Mapping[str, str]
+    shared: Mapping[str, str] = field(default_factory=dict)
+
+
+#: class name -> attribute now holding a part -> how an object pickled before that part existed
+#: builds it from its own attributes
+GATHERED_PARTS: Mapping[str, Mapping[str, GatheredPart]] = {
+    "RecommendedDecider": {
+        # the labelled-rows path, a mixin of the decider before it was a part of its own
+        "labelled": GatheredPart(
+            "adaptable.core.recommended.labelled_rows:LabelledRows",
+            moved={
+                "feedback": "feedback",
+                "drift_log": "drift_log",
+                "_worth_cache": "_worth_cache",
+            },
+            shared={"source_prior": "source_prior_", "objective": "objective"},
+        ),
+    },
+}
+
+
 def with_added_attributes(class_name: str, state: dict[str, Any]) -> dict[str, Any]:
-    """``state`` (a pickled ``__dict__``) with every attribute that ``class_name`` gained since
-    it was pickled set to the value that keeps the object behaving as it did.
+    """``state`` (a pickled ``__dict__``) in the attribute layout ``class_name`` has now: the
+    parts it gained built from the attributes they took over (:data:`GATHERED_PARTS`), and every
+    attribute it gained since set to the value that keeps the object behaving as it did
+    (:data:`ADDED_ATTRIBUTES`).
 
     Args:
-        class_name: a key of :data:`ADDED_ATTRIBUTES` (another name: ``state`` unchanged).
+        class_name: a key of either table (another name: ``state`` unchanged).
         state: the unpickled attribute dictionary.
 
     Returns:
-        a new dictionary; attributes present in ``state`` are kept as they are.
+        a new dictionary; attributes present in ``state`` and not taken over by a part are kept
+        as they are.
     """
+    state = _with_gathered_parts(class_name, state)
     missing = {
         name: value(state) if isinstance(value, Callable) else _fresh(value)
         for name, value in ADDED_ATTRIBUTES.get(class_name, {}).items()
         if name not in state
     }
     return {**state, **missing}
+
+
+def _with_gathered_parts(class_name: str, state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` with each part of :data:`GATHERED_PARTS` built from the attributes it took
+    over; a state that already holds the part, or holds none of them (an unfitted object),
+    is left as it is."""
+    state = dict(state)
+    for name, gathered in GATHERED_PARTS.get(class_name, {}).items():
+        if name in state or not any(old in state for old in gathered.moved.values()):
+            continue
+        attributes = {new: state.pop(old) for new, old in gathered.moved.items() if old in state}
+        attributes |= {new: state[old] for new, old in gathered.shared.items()}
+        state[name] = _built(gathered.part, attributes)
+    return state
+
+
+def _built(path: str, attributes: dict[str, Any]) -> Any:
+    """An object of the class at ``path`` ("module:Class") holding ``attributes``, unpickled
+    as pickle would (through the class's ``__setstate__`` where it has one)."""
+    module, _, name = path.partition(":")
+    cls = getattr(importlib.import_module(module), name)
+    part = cls.__new__(cls)
+    setstate = getattr(part, "__setstate__", None)
+    if setstate is not None:
+        setstate(attributes)
+    else:
+        part.__dict__.update(attributes)
+    return part
 
 
 def _fresh(value: Any) -> Any:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import warnings
 from numbers import Integral, Real
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -45,7 +45,7 @@ from adaptable.core.parts.contexts import FitContext, LoadContext, PartState
 from adaptable.core.parts.decider import CalibratedBatch, Decider, Decision
 from adaptable.core.parts.earlier_pickles import with_added_attributes
 from adaptable.core.recommended.label_shift_estimate import LabelShiftReading
-from adaptable.core.recommended.labelled_rows import LabelledRows
+from adaptable.core.recommended.labelled_rows import LabelledRows, UnlabelledReading
 from adaptable.core.recommended.moment_test import LabelShiftTest
 from adaptable.core.recommended.prior_estimate import (
     OnlinePriorEstimate,
@@ -65,7 +65,8 @@ from adaptable.framework.parameters import Constraint, Interval, StrOptions
 from adaptable.framework.probability import floored_log, normalize, softmax
 
 if TYPE_CHECKING:
-    pass
+    from adaptable.core.labels import LabelledFeedback
+    from adaptable.core.report.drift_log import DriftLog
 
 #: the decision where neither label-shift correction nor the balanced rule applies
 FALLBACKS = ("argmax", "plugin", "between")
@@ -76,7 +77,7 @@ STREAM_CHECKS = ("model", "both")
 PRIOR_REFERENCES = ("labels", "model")
 
 
-class RecommendedDecider(LabelledRows, Decider):
+class RecommendedDecider(Decider):
     """The recommended decision logic (see the module docstring for the order of the rules).
 
     Args (``AdapTable(...)`` arguments it owns):
@@ -125,13 +126,15 @@ class RecommendedDecider(LabelledRows, Decider):
             :class:`~adaptable.core.recommended.prior_estimate.OnlinePriorEstimate` of the target labels.
         expected_confusion: the stream's expected (true, predicted) counts of argmax [0] and
             of the balanced rule [1] under the calibrated posteriors, (2, C, C).
+        labelled: the labelled-rows path, a
+            :class:`~adaptable.core.recommended.labelled_rows.LabelledRows`: the labelled
+            target rows (:attr:`feedback`) and the drift report (:attr:`drift_log`).
 
-    Late labels (``AdapTable.partial_fit``) enter through :meth:`learn` and the labelled-rows
-    parts (:attr:`feedback`, a :class:`~adaptable.core.labels.LabelledFeedback`): once enough
-    have arrived, each batch's rule is chosen among argmax, the balanced rule, label-shift
-    correction at the combined target prior, the plug-in rule, the unlabelled decision and a
-    score correction (rule names ``"feedback:..."``). Every batch writes one record of the
-    drift report (:attr:`drift_log`, :class:`~adaptable.core.report.drift_log.DriftLog`).
+    Late labels (``AdapTable.partial_fit``) enter through :meth:`learn`: once enough have
+    arrived, :attr:`labelled` chooses each batch's rule among argmax, the balanced rule,
+    label-shift correction at the combined target prior, the plug-in rule, the unlabelled
+    decision and a score correction (rule names ``"feedback:..."``). Every batch writes one
+    record of the drift report.
     """
 
     preset: ClassVar[str] = "default"
@@ -221,12 +224,15 @@ class RecommendedDecider(LabelledRows, Decider):
             context.n_classes,
             seed=context.seed,
         )
-        self.feedback = self._new_feedback(context.seed)
-        self.drift_log = self._new_drift_log(context.n_classes)
-        self.feedback.fit_heldout(floored_log(softmax(logits)), labels)
+        self.labelled = LabelledRows(
+            self.source_prior_,
+            self.objective,
+            report_batches=self.report_batches,
+            seed=context.seed,
+        )
+        self.labelled.fit_heldout(floored_log(softmax(logits)), labels)
         self.reference_prior_ = self._reference_prior(self.feedback.heldout[0])
         self.prior_estimate = self._new_prior_estimate(context.seed)
-        self.drift_log.use_heldout(*self.feedback.heldout)
         self.reset()
         return self
 
@@ -251,15 +257,12 @@ class RecommendedDecider(LabelledRows, Decider):
     def reset(self) -> None:
         self.shift_test.reset()
         self.prior_estimate.reset()
-        self.feedback.reset()
-        self.drift_log.reset()
+        self.labelled.reset()
         self._start(np.zeros((2, len(self.source_prior_), len(self.source_prior_))))
 
     def _start(self, expected: np.ndarray) -> None:
-        """The per-stream state besides the test and the estimate."""
+        """The per-stream state besides the test, the estimate and the labelled rows."""
         self.expected_confusion = expected
-        # the unlabelled estimate's worth when last computed: (rows seen, estimate, worth)
-        self._worth_cache: tuple[int, np.ndarray, float] = (0, self.source_prior_ * 0, 0.0)
         # argmax's and the balanced rule's class weights, (2, 1, C): both rules predict a batch
         # in one product (the balanced rule's are the weights its decision uses, 1 / p_s)
         n_classes = len(self.source_prior_)
@@ -282,6 +285,33 @@ class RecommendedDecider(LabelledRows, Decider):
     def reading_prior(self) -> np.ndarray:
         """The label-shift reading's estimate of the target label distribution, (C,)."""
         return self._reading.prior
+
+    # ------------------------------------------------------------------ labelled rows
+    @property
+    def feedback(self) -> LabelledFeedback:
+        """The labelled target rows' evidence (:attr:`labelled`'s)."""
+        return self.labelled.feedback
+
+    @property
+    def drift_log(self) -> DriftLog:
+        """The drift report, one record per batch (:attr:`labelled`'s)."""
+        return self.labelled.drift_log
+
+    def learn(
+        self,
+        logits: np.ndarray,
+        labels: np.ndarray,
+        rows: np.ndarray | None,
+        classes: Any = None,
+    ) -> None:
+        """Labelled target rows: logits (n, C), label codes (n,), row ids or ``None``
+        (:meth:`LabelledRows.learn <adaptable.core.recommended.labelled_rows.LabelledRows.learn>`)."""
+        self.labelled.learn(logits, labels, rows, classes)
+
+    def kept_logits(self, rows: np.ndarray) -> np.ndarray:
+        """The model's logits of earlier rows, by row id, as they were when predicted (n, C);
+        ``ValueError`` for rows no longer kept."""
+        return self.labelled.kept_logits(rows)
 
     # ------------------------------------------------------------------ one batch
     def decide(self, batch: CalibratedBatch) -> Decision:
@@ -325,7 +355,16 @@ class RecommendedDecider(LabelledRows, Decider):
             shift_statistic=self.shift_test.z_score(),
             prior_shift_statistic=prior_statistic,
         )
-        return self._with_feedback(batch, decision, label_shift, weights)
+        reading = UnlabelledReading(
+            self.prior_estimate,
+            self.reference_prior_,
+            label_shift,
+            weights,
+            self.class_presence,
+            self.shift_test_threshold,
+            self._prior_critical(),
+        )
+        return self.labelled.revise(batch, decision, reading)
 
     def _without_label_shift(self, covariate: bool) -> tuple[np.ndarray | None, str]:
         """The class weights (``None``: argmax) and rule name outside label-shift correction."""
@@ -394,16 +433,23 @@ class RecommendedDecider(LabelledRows, Decider):
         statistic = self.prior_estimate.likelihood_ratio()
         if self.label_shift_level >= 1.0:
             return True, statistic
-        critical = chi2_critical(self.label_shift_level, len(self.source_prior_) - 1)
-        return statistic >= critical, statistic
+        return statistic >= self._prior_critical(), statistic
+
+    def _prior_critical(self) -> float:
+        """The likelihood-ratio test's critical value (chi-squared, C - 1 degrees of freedom,
+        at ``label_shift_level``); 0 where the test is off."""
+        if self.label_shift_level >= 1.0:
+            return 0.0
+        return chi2_critical(self.label_shift_level, len(self.source_prior_) - 1)
 
     # ------------------------------------------------------------------ saved state
     def state(self) -> PartState:
-        """The rule, the test's and the estimate's arrays, the expected confusions, the seed."""
+        """The rule, the test's and the estimate's arrays, the expected confusions, the seed,
+        and the labelled rows and the report (:meth:`LabelledRows.arrays`)."""
         arrays = {f"shift_test.{k}": v for k, v in self.shift_test.arrays().items()}
         arrays |= {f"prior_estimate.{k}": v for k, v in self.prior_estimate.arrays().items()}
         arrays["expected_confusion"] = self.expected_confusion
-        arrays |= self._feedback_arrays()
+        arrays |= self.labelled.arrays()
         metadata = {
             "temperature": None,
             "rule": rule_metadata(self.rule),
@@ -435,5 +481,11 @@ class RecommendedDecider(LabelledRows, Decider):
         expected = read_expected_confusion(reader, n_classes, n_seen)
         decider.rule, decider.shift_test, decider.prior_estimate = rule, test, estimate
         decider._start(expected.copy())
-        decider._restore_feedback(reader, estimate.seed)
+        decider.labelled = LabelledRows.from_state(
+            reader,
+            decider.source_prior_,
+            decider.objective,
+            report_batches=decider.report_batches,
+            seed=estimate.seed,
+        )
         return decider
