@@ -85,13 +85,10 @@ class LabelledRows:
     #: share of bootstrap draws a rule must win to replace the incumbent, labelled rows before
     #: labels change a decision (with and without the stream's posteriors behind them) and
     #: before a score correction is fitted, whether the correction is the incumbent where it
-    #: fits the labels better than the unlabelled reading, and labelled rows kept. Set on the
-    #: development benchmark (docs/results/feedback.md): labels alone are too few to tell the
-    #: rules apart by their objective for many batches (a few dozen let noise switch among
-    #: the candidates), while the stream's posteriors, which the first labels can already
-    #: refute, tell them apart at once; so the labels act from the first few, through them,
-    #: and by themselves (the stream's posteriors refuted) only from a few dozen. The labels'
-    #: likelihood under the correction, out of fold, speaks earlier than their objective.
+    #: fits the labels better than the unlabelled reading, and labelled rows kept. The labels
+    #: act from the first few through the stream's posteriors (which the first labels can
+    #: already refute), and by themselves only from a few dozen: fewer are too few to tell the
+    #: rules apart by their objective (docs/results/feedback.md).
     FEEDBACK_SETTINGS: ClassVar[dict[str, float]] = {
         "heldout_worth": 100.0,
         "stream_worth": 1000.0,

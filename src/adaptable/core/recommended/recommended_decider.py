@@ -111,7 +111,7 @@ class RecommendedDecider(Decider):
             keeps a model that misstates its class mix on its own held-out rows from reading
             that bias as a label shift of the stream (docs/results/multiclass.md).
         report_batches: the drift report keeps the last this many batches (up to a quarter
-            more, at least one, between two trims; about 1.2 kB each): the older records are
+            more, at least one, between two trims): the older records are
             forgotten (labels by row id still reach the adapter while the last 65,536 rows'
             scores are kept) and the report reads as a stream that began at the first kept
             batch; ``None`` keeps every batch (memory grows with the stream). The decisions
@@ -412,12 +412,11 @@ class RecommendedDecider(Decider):
     def class_presence(self) -> np.ndarray:
         """Each class's chance of occurring in the stream at all, (C,): 1 for a class among the
         labelled rows, else from the reservoir and the running estimate
-        (:func:`~adaptable.core.decision.class_presence.presence`, O(C reservoir): up to 1-3 ms a batch
-        with 3-10 classes on a full reservoir). Read only by balanced accuracy's label-shift
-        weights on more than two classes. The whole reservoir, not a sample: a class of 1 %
-        has a handful of rows in a few hundred, too few to show it occurs (a 512-row sample
-        lost 2-8 points on such streams, docs/results/multiclass.md)."""
+        (:func:`~adaptable.core.decision.class_presence.presence`, O(C reservoir)). Read only
+        by balanced accuracy's label-shift weights on more than two classes."""
         estimate = self.prior_estimate
+        # the whole reservoir, not a sample: a rare class has too few rows in a sample to show
+        # that it occurs (docs/results/multiclass.md)
         chances = presence(
             estimate.reservoir_by_class, self.reference_prior_, estimate.prior, estimate.n_seen
         )
