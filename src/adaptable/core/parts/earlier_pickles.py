@@ -1,5 +1,5 @@
-"""Objects pickled by earlier versions of the package: where their classes live now, and the
-attributes they lack.
+"""Objects pickled by earlier versions of the package: where their classes live now, the
+parts their attributes moved into, and the attributes they lack.
 
 Pickle (and joblib) records an object by its class's module path and its attributes as they
 were. Three things change between versions: a module moves, a class gains an attribute, and
