@@ -97,6 +97,41 @@ def test_an_adapter_pickled_before_prior_reference_reads_label_shift_against_p_s
         np.testing.assert_array_equal(old.predict_proba(batch), method.predict_proba(batch))
 
 
+def test_a_decider_pickled_with_the_labelled_rows_as_its_own_fields_continues_identically(
+    synthetic, frame_logreg
+) -> None:
+    # the layout before the labelled-rows path was a part of its own (a mixin): the decider
+    # held the labelled rows, the report and the worth cache itself
+    from adaptable.core.recommended.labelled_rows import LabelledRows
+
+    method = _fitted(synthetic, frame_logreg)
+    stream = _stream(synthetic, count=6)
+    for batch in stream[:2]:
+        method.predict_proba(batch)
+    ids = np.arange(0, 128, 3)  # enough labels for the labelled rows to choose the rule
+    method.partial_fit(None, np.asarray(synthetic.test.y)[ids], rows=ids)
+    method.predict_proba(stream[2])
+    old = pickle.loads(pickle.dumps(method))
+    fields = old.decider_.__dict__
+    labelled = fields.pop("labelled")
+    fields |= {
+        "feedback": labelled.feedback,
+        "drift_log": labelled.drift_log,
+        "_worth_cache": labelled._worth_cache,
+    }
+    old = pickle.loads(pickle.dumps(old))
+    decider = old.decider_
+    assert isinstance(decider.labelled, LabelledRows)
+    assert not {"feedback", "drift_log", "_worth_cache"} & set(decider.__dict__)
+    assert decider.labelled.source_prior is decider.source_prior_
+    for batch in stream[3:]:
+        np.testing.assert_array_equal(old.predict_proba(batch), method.predict_proba(batch))
+    assert old.report()["rule"].iloc[-1].startswith("feedback:")
+    assert old.report().equals(method.report())
+    # and it pickles again in the layout of today
+    assert pickle.loads(pickle.dumps(old)).decider_.labelled.feedback.n_labelled == len(ids)
+
+
 def test_labelled_feedback_pickled_before_the_likelihood_incumbent_decides_as_before() -> None:
     from adaptable.core.labels import LabelledFeedback, ScoreRule
 

@@ -1,5 +1,5 @@
-"""Objects pickled by earlier versions of the package: where their classes live now, and the
-attributes they lack.
+"""Objects pickled by earlier versions of the package: where their classes live now, the parts
+their attributes moved into, and the attributes they lack.
 
 Pickle (and joblib) records an object by its class's module path and its attributes as they
 were. Three things change between versions: a module moves, a class gains an attribute, and a
@@ -13,9 +13,12 @@ class carries compatibility code of its own:
 - :data:`REGROUPED`: class name -> the function that rewrites a state pickled with the class's
   earlier layout into the current one (the drift log's window of records and kept rows, once
   mixins sharing the log's attributes: :func:`drift_log_parts`).
+- :data:`GATHERED_PARTS`: class name -> attribute -> the :class:`GatheredPart` built from the
+  attributes an object pickled before the part existed held itself (the recommended decider's
+  labelled-rows path, once a mixin).
 
 Each class's ``__setstate__`` passes its state through :func:`with_added_attributes`, which
-regroups it, then adds the missing attributes. A later change that moves a module, adds an
+regroups it, gathers its parts, then adds the missing attributes. A later change that moves a module, adds an
 attribute to a pickled class or regroups one adds its row here.
 
 Example:
@@ -32,6 +35,7 @@ import importlib.machinery
 import sys
 import types
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 #: earlier module path -> the module that holds its names now (the regrouping by feature)
@@ -175,8 +179,45 @@ REGROUPED: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 }
 
 
+@dataclass(frozen=True)
+class GatheredPart:
+    """A part that took over attributes its owner held itself in an earlier version (a mixin).
+
+    Attributes:
+        part: the part's class, ``"module:Class"`` (imported when an earlier pickle needs it:
+            the part may live in a higher layer than this module).
+        moved: the part's attribute -> the owner's earlier attribute it takes over (removed
+            from the owner).
+        shared: the part's attribute -> the owner's attribute it is given as well (kept by the
+            owner; the same object).
+    """
+
+    part: str
+    moved: Mapping[str, str]
+    shared: Mapping[str, str] = field(default_factory=dict)
+
+
+#: class name -> attribute now holding a part -> how an object pickled before that part existed
+#: builds it from its own attributes
+GATHERED_PARTS: Mapping[str, Mapping[str, GatheredPart]] = {
+    "RecommendedDecider": {
+        # the labelled-rows path, a mixin of the decider before it was a part of its own
+        "labelled": GatheredPart(
+            "adaptable.core.recommended.labelled_rows:LabelledRows",
+            moved={
+                "feedback": "feedback",
+                "drift_log": "drift_log",
+                "_worth_cache": "_worth_cache",
+            },
+            shared={"source_prior": "source_prior_", "objective": "objective"},
+        ),
+    },
+}
+
+
 def with_added_attributes(class_name: str, state: dict[str, Any]) -> dict[str, Any]:
-    """``state`` (a pickled ``__dict__``) in the class's current layout (:data:`REGROUPED`),
+    """``state`` (a pickled ``__dict__``) in the class's current layout (:data:`REGROUPED`,
+    :data:`GATHERED_PARTS`),
     with every attribute that ``class_name`` gained since it was pickled set to the value that
     keeps the object behaving as it did (:data:`ADDED_ATTRIBUTES`).
 
@@ -191,6 +232,7 @@ def with_added_attributes(class_name: str, state: dict[str, Any]) -> dict[str, A
     regroup = REGROUPED.get(class_name)
     if regroup is not None:
         state = regroup(state)
+    state = _with_gathered_parts(class_name, state)
     return _filled(ADDED_ATTRIBUTES.get(class_name, {}), state)
 
 
@@ -202,6 +244,21 @@ def _filled(added: Mapping[str, Any], state: dict[str, Any]) -> dict[str, Any]:
         if name not in state
     }
     return {**state, **missing}
+
+
+def _with_gathered_parts(class_name: str, state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` with each part of :data:`GATHERED_PARTS` built from the attributes it took
+    over; a state that already holds the part, or holds none of them (an unfitted object),
+    is left as it is."""
+    state = dict(state)
+    for name, gathered in GATHERED_PARTS.get(class_name, {}).items():
+        if name in state or not any(old in state for old in gathered.moved.values()):
+            continue
+        attributes = {new: state.pop(old) for new, old in gathered.moved.items() if old in state}
+        attributes |= {new: state[old] for new, old in gathered.shared.items()}
+        module, _, class_path = gathered.part.partition(":")
+        state[name] = _instance(module, class_path, attributes)
+    return state
 
 
 def _instance(module: str, class_name: str, attributes: dict[str, Any]) -> Any:

@@ -4,10 +4,10 @@
 :class:`~adaptable.core.recommended.recommended_decider.RecommendedDecider` that serves
 ``AdapTable.partial_fit`` and ``AdapTable.report``: it keeps the labelled target rows
 (:class:`~adaptable.core.labels.LabelledFeedback`) and one report record per batch
-(:class:`~adaptable.core.report.drift_log.DriftLog`), and revises the unlabelled decision once
-enough labels have arrived. Without labels the unlabelled decision is returned unchanged. It
-reads the decider's public state (``prior_estimate``, ``source_prior_``, ``objective``,
-``shift_test``) and is not used on its own.
+(:class:`~adaptable.core.report.drift_log.DriftLog`), and revises the decider's unlabelled
+decision once enough labels have arrived. What it reads of the decider's stream state comes
+with each batch as an :class:`UnlabelledReading`; without labels the decision is returned
+unchanged.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from adaptable.core.labels import (
 )
 from adaptable.core.labels.label_prior import JEFFREYS
 from adaptable.core.parts.decider import CalibratedBatch, Decision
-from adaptable.core.recommended.prior_estimate import chi2_critical
 from adaptable.core.report.drift_log import DriftLog
 from adaptable.framework.probability import floored_log, softmax
 
@@ -40,29 +39,56 @@ if TYPE_CHECKING:
     from adaptable.core.recommended.prior_estimate import OnlinePriorEstimate
 
 
-class LabelledRows:
-    """Labelled target rows and the drift report, mixed into the recommended decider."""
+@dataclasses.dataclass(frozen=True)
+class UnlabelledReading:
+    """What the decider made of one batch without labels, as the labelled rows revise and
+    report it.
 
-    prior_estimate: OnlinePriorEstimate
-    source_prior_: np.ndarray
-    reference_prior_: np.ndarray
-    objective: str
-    feedback: LabelledFeedback
-    drift_log: DriftLog
+    Attributes:
+        estimate: the stream's MAP-EM estimate of the target labels (read, never changed).
+        reference_prior: what label-shift correction divides the posteriors by, (C,).
+        label_shift: whether the decision corrected for label shift.
+        weights: the class weights the decision applied to the posteriors, (C,); ``None``:
+            none.
+        class_presence: each class's chance of occurring in the stream, (C,), computed when
+            called (only balanced accuracy on more than two classes calls it).
+        shift_threshold: the moment test's z-score threshold.
+        prior_critical: the likelihood-ratio test's critical value (0 where the test is off).
+    """
+
+    estimate: OnlinePriorEstimate
+    reference_prior: np.ndarray
+    label_shift: bool
+    weights: np.ndarray | None
     class_presence: Callable[[], np.ndarray]
+    shift_threshold: float
+    prior_critical: float
+
+
+class LabelledRows:
+    """The labelled target rows and the drift report of one stream.
+
+    Args:
+        source_prior: p_s, (C,).
+        objective: the metric the decisions are made for.
+        report_batches: batches the report keeps (``None``: all).
+        seed: seeds the labelled rows' reservoir, bootstrap and folds.
+
+    Attributes:
+        feedback: the labelled rows' evidence, a :class:`~adaptable.core.labels.LabelledFeedback`.
+        drift_log: the report, one record per batch, a
+            :class:`~adaptable.core.report.drift_log.DriftLog`.
+    """
 
     #: the labelled-rows settings (see :class:`~adaptable.core.labels.LabelledFeedback`):
     #: what the held-out rows and the stream's posteriors are worth in labelled rows, the
     #: share of bootstrap draws a rule must win to replace the incumbent, labelled rows before
     #: labels change a decision (with and without the stream's posteriors behind them) and
     #: before a score correction is fitted, whether the correction is the incumbent where it
-    #: fits the labels better than the unlabelled reading, and labelled rows kept. Set on the
-    #: development benchmark (docs/research/feedback.md): labels alone are too few to tell the
-    #: rules apart by their objective for many batches (a few dozen let noise switch among
-    #: the candidates), while the stream's posteriors, which the first labels can already
-    #: refute, tell them apart at once; so the labels act from the first few, through them,
-    #: and by themselves (the stream's posteriors refuted) only from a few dozen. The labels'
-    #: likelihood under the correction, out of fold, speaks earlier than their objective.
+    #: fits the labels better than the unlabelled reading, and labelled rows kept. The labels
+    #: act from the first few through the stream's posteriors (which the first labels can
+    #: already refute), and by themselves only from a few dozen: fewer are too few to tell the
+    #: rules apart by their objective (docs/research/feedback.md).
     FEEDBACK_SETTINGS: ClassVar[dict[str, float]] = {
         "heldout_worth": 100.0,
         "stream_worth": 1000.0,
@@ -77,17 +103,20 @@ class LabelledRows:
     #: uniform subsample of the reservoir, so each batch pays a fixed, small cost
     WORTH_ROWS: ClassVar[int] = 512
 
-    def _new_drift_log(self, n_classes: int) -> DriftLog:
-        """An empty report keeping the last ``report_batches`` batches (``None``: all)."""
-        limit = getattr(self, "report_batches", None)
-        window = sys.maxsize if limit is None else int(limit)
-        return DriftLog(n_classes, self.objective, max_batches=window)
-
-    def _new_feedback(self, seed: int) -> LabelledFeedback:
+    def __init__(
+        self,
+        source_prior: np.ndarray,
+        objective: str,
+        *,
+        report_batches: int | None,
+        seed: int,
+    ) -> None:
+        self.source_prior = source_prior
+        self.objective = objective
         settings = self.FEEDBACK_SETTINGS
-        return LabelledFeedback(
-            self.source_prior_,
-            self.objective,
+        self.feedback = LabelledFeedback(
+            source_prior,
+            objective,
             capacity=int(settings["capacity"]),
             heldout_worth=settings["heldout_worth"],
             stream_worth=settings["stream_worth"],
@@ -98,7 +127,27 @@ class LabelledRows:
             likelihood_incumbent=bool(settings["likelihood_incumbent"]),
             seed=seed,
         )
+        window = sys.maxsize if report_batches is None else int(report_batches)
+        self.drift_log = DriftLog(len(source_prior), objective, max_batches=window)
+        self._forget_worth()
 
+    def fit_heldout(self, log_posteriors: np.ndarray, labels: np.ndarray) -> None:
+        """The held-out source rows' log-posteriors (n, C) and labels (n,): evidence for the
+        labelled rows' rule choice, and the report's reference."""
+        self.feedback.fit_heldout(log_posteriors, labels)
+        self.drift_log.use_heldout(*self.feedback.heldout)
+
+    def reset(self) -> None:
+        """Forget the stream's labelled rows and records (the held-out rows stay)."""
+        self.feedback.reset()
+        self.drift_log.reset()
+        self._forget_worth()
+
+    def _forget_worth(self) -> None:
+        # the unlabelled estimate's worth when last computed: (rows seen, estimate, worth)
+        self._worth_cache: tuple[int, np.ndarray, float] = (0, self.source_prior * 0, 0.0)
+
+    # ------------------------------------------------------------------ labels
     def learn(
         self,
         logits: np.ndarray,
@@ -131,13 +180,29 @@ class LabelledRows:
         (:meth:`~adaptable.core.report.drift_log.DriftLog.kept_logits`)."""
         return self.drift_log.kept_logits(rows)
 
-    def _unlabelled_prior(self, moment_accepts: bool) -> PriorPosterior:
+    # ------------------------------------------------------------------ one batch
+    def revise(
+        self, batch: CalibratedBatch, decision: Decision, reading: UnlabelledReading
+    ) -> Decision:
+        """The unlabelled ``decision``, revised by the labelled rows once there are enough of
+        them; the batch's report record written either way."""
+        moment_accepts = decision.prior_shift_statistic is not None
+        model_proba = batch.model_proba()
+        post = self._unlabelled_prior(reading.estimate, reading.reference_prior, moment_accepts)
+        feedback = self.feedback
+        if feedback.n_labelled >= feedback.min_labelled:
+            decision = self._labelled_decision(decision, model_proba, post, reading, moment_accepts)
+        self._record(batch, decision, model_proba, post, reading, moment_accepts)
+        return decision
+
+    def _unlabelled_prior(
+        self, estimate: OnlinePriorEstimate, reference: np.ndarray, moment_accepts: bool
+    ) -> PriorPosterior:
         """The target label distribution from the labels and the MAP-EM estimate, the latter
         worth its information while the moment test accepts pure label shift (else nothing)."""
-        estimate = self.prior_estimate
         worth = 0.0
         if moment_accepts and estimate.n_seen:
-            worth = self._unlabelled_worth()
+            worth = self._unlabelled_worth(estimate, reference)
         # no intervals here: the report computes them for all batches at once
         counts = self.feedback.reservoir.counts
         if self.feedback.n_labelled == 0:
@@ -149,51 +214,28 @@ class LabelledRows:
             return PriorPosterior(alpha / alpha.sum(), nan, nan, 0.0, worth, True)
         return combine_prior(counts, estimate.prior, worth, interval=False)
 
-    def _unlabelled_worth(self) -> float:
+    def _unlabelled_worth(self, estimate: OnlinePriorEstimate, reference: np.ndarray) -> float:
         """What the MAP-EM estimate is worth in labelled rows (its observed information).
 
         The information grows in proportion to the stream's rows, so it is recomputed only
         once the stream has grown by a quarter or the estimate has moved by 0.01 since, and
         scaled by the rows in between: a fixed cost per batch that falls as the stream grows.
         """
-        estimate = self.prior_estimate
         n_then, prior_then, worth_then = self._worth_cache
         if estimate.n_seen >= 1.25 * n_then or np.abs(estimate.prior - prior_then).max() > 0.01:
             sample = estimate.reservoir_by_class[:, : self.WORTH_ROWS].T
             weight = estimate.n_seen / len(sample)
-            reference = self.reference_prior_
             worth = unlabelled_worth(sample, reference, estimate.prior, weight)
             self._worth_cache = (estimate.n_seen, estimate.prior.copy(), worth)
             return worth
         return (worth_then + 1.0) * estimate.n_seen / n_then - 1.0
 
-    def _with_feedback(
-        self,
-        batch: CalibratedBatch,
-        decision: Decision,
-        label_shift: bool,
-        weights: np.ndarray | None,
-    ) -> Decision:
-        """The unlabelled ``decision``, revised by the labelled rows once there are enough of
-        them; the batch's report record written either way."""
-        moment_accepts = decision.prior_shift_statistic is not None
-        model_proba = batch.model_proba()
-        post = self._unlabelled_prior(moment_accepts)
-        feedback = self.feedback
-        if feedback.n_labelled >= feedback.min_labelled:
-            decision = self._labelled_decision(
-                decision, model_proba, label_shift, weights, post, moment_accepts
-            )
-        self._record(batch, decision, model_proba, post, moment_accepts)
-        return decision
-
     def _labelled_decision(
         self,
         decision: Decision,
         model_proba: np.ndarray,
-        label_shift: bool,
-        weights: np.ndarray | None,
         post: PriorPosterior,
+        reading: UnlabelledReading,
         moment_accepts: bool,
     ) -> Decision:
         """The rule the labelled rows choose among argmax, the balanced rule, label-shift
@@ -201,9 +243,8 @@ class LabelledRows:
         correction, judged on the labelled rows, the held-out rows and the stream's posteriors
         (:meth:`_stream_evidence`). Where they keep today's rule its output is returned as it
         was."""
-        source, estimate = self.source_prior_, self.prior_estimate
-        # what label-shift correction divides by (p_s unless prior_reference="model")
-        reference = self.reference_prior_
+        source, estimate = self.source_prior, reading.estimate
+        reference, presence = reading.reference_prior, reading.class_presence
         unlabelled, target = estimate.prior, post.mean
         reservoir = estimate.reservoir
         # (the plug-in rules' weights, two passes over the reservoir, only where used)
@@ -214,7 +255,7 @@ class LabelledRows:
                 lambda: estimate.target_posteriors(prior=target),
                 self.objective,
                 len(source),
-                presence=self.class_presence,
+                presence=presence,
             ),
             lambda: plugin_weights(reservoir, self.objective),
             reference=reference,
@@ -223,7 +264,8 @@ class LabelledRows:
         today = decision.rule
         anchor = {"source": 0, "balanced": 1}.get(today)
         if anchor is None:
-            offset = np.log(unlabelled / reference) if label_shift else no_shift
+            offset = np.log(unlabelled / reference) if reading.label_shift else no_shift
+            weights = reading.weights
             offset = offset + (0.0 if weights is None else np.log(np.maximum(weights, 1e-12)))
             rules.append(ScoreRule(f"{today} (unlabelled)", offset))
             anchor = len(rules) - 1
@@ -233,13 +275,13 @@ class LabelledRows:
             target_prior=target,
             # the correction is drawn towards label-shift correction at the combined prior
             # (where the labels dropped a misled unlabelled estimate, at theirs alone)
-            base_offset=np.log(target / reference) if label_shift else no_shift,
+            base_offset=np.log(target / reference) if reading.label_shift else no_shift,
             # (both read only when the labels' rule comparison or the correction's refit is due)
             decide_on=lambda: floored_log(reservoir),
             # (balanced accuracy on more than two classes: the chance that each class occurs,
             # as the unlabelled rules weigh it)
-            class_factor=lambda: presence_factor(self.objective, len(source), self.class_presence),
-            stream=lambda: self._stream_evidence(reservoir, target, moment_accepts),
+            class_factor=lambda: presence_factor(self.objective, len(source), presence),
+            stream=lambda: self._stream_evidence(estimate, reservoir, target, moment_accepts),
             stream_rows=estimate.n_seen,
         )
         proba = decision.proba
@@ -250,7 +292,11 @@ class LabelledRows:
         )
 
     def _stream_evidence(
-        self, reservoir: np.ndarray, target: np.ndarray, moment_accepts: bool
+        self,
+        estimate: OnlinePriorEstimate,
+        reservoir: np.ndarray,
+        target: np.ndarray,
+        moment_accepts: bool,
     ) -> tuple[np.ndarray, np.ndarray]:
         """A fixed-size, evenly spaced sample of the stream's kept posteriors as the rules read
         them, and the posteriors the adapter believes for those rows: re-weighted to the
@@ -259,7 +305,7 @@ class LabelledRows:
         sample = reservoir[:: max(1, len(reservoir) // self.WORTH_ROWS)]
         believed = sample
         if moment_accepts:
-            believed = self.prior_estimate.target_posteriors(sample, target)
+            believed = estimate.target_posteriors(sample, target)
         return floored_log(sample), believed
 
     def _record(
@@ -268,6 +314,7 @@ class LabelledRows:
         decision: Decision,
         model_proba: np.ndarray,
         post: PriorPosterior,
+        reading: UnlabelledReading,
         moment_accepts: bool,
     ) -> None:
         """The batch's report record: the expected confusions of argmax and of the output under
@@ -275,12 +322,10 @@ class LabelledRows:
         test accepts pure label shift, the model's own otherwise)."""
         posteriors = model_proba
         if moment_accepts:
-            posteriors = self.prior_estimate.target_posteriors(batch.calibrated, post.mean)
+            posteriors = reading.estimate.target_posteriors(batch.calibrated, post.mean)
         predictions = decision.proba.argmax(axis=1)
-        log = self.drift_log
-        level = self.label_shift_level
         known = moment_accepts or self.feedback.n_labelled > 0
-        log.record(
+        self.drift_log.record(
             rows=len(predictions),
             predictions=predictions,
             # the expected confusions of argmax and of the output, computed by the log for
@@ -294,33 +339,45 @@ class LabelledRows:
             target_prior=post.mean if known else np.full(len(post.mean), np.nan),
             prior_total=post.total if known else None,
             shift_statistic=decision.shift_statistic,
-            shift_threshold=self.shift_test_threshold,
+            shift_threshold=reading.shift_threshold,
             prior_statistic=decision.prior_shift_statistic,
-            prior_critical=chi2_critical(level, len(self.source_prior_) - 1) if level < 1 else 0,
+            prior_critical=reading.prior_critical,
             n_labelled=self.feedback.n_labelled,
             labelled_counts=self.feedback.reservoir.counts,
             logits=batch.logits,
             output=decision.proba,
         )
 
-    def _feedback_arrays(self) -> dict[str, np.ndarray]:
+    # ------------------------------------------------------------------ saved state
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The labelled rows (``feedback.*``), the worth cache and the report (``report.*``),
+        under the save file's tensor names."""
         arrays = {f"feedback.{k}": v for k, v in self.feedback.arrays().items()}
         n_then, prior_then, worth_then = self._worth_cache
         arrays["worth_cache"] = np.array([n_then, worth_then, *prior_then], dtype=np.float64)
         return arrays | {f"report.{k}": v for k, v in self.drift_log.arrays().items()}
 
-    def _restore_feedback(self, reader: StateReader, seed: int) -> None:
-        """The labelled rows and the report from the file; a file written before they existed
-        gives none (and no held-out rows for the labelled evidence)."""
-        self.feedback = self._new_feedback(seed)
-        self.drift_log = self._new_drift_log(len(self.source_prior_))
-        n_classes = len(self.source_prior_)
+    @classmethod
+    def from_state(
+        cls,
+        reader: StateReader,
+        source_prior: np.ndarray,
+        objective: str,
+        *,
+        report_batches: int | None,
+        seed: int,
+    ) -> LabelledRows:
+        """Inverse of :meth:`arrays` (the other arguments as the constructor's); a file written
+        before the labelled rows and the report existed gives none (and no held-out rows for
+        the labelled evidence). Malformed tensors raise the reader's error, naming them."""
+        labelled = cls(source_prior, objective, report_batches=report_batches, seed=seed)
+        n_classes = len(source_prior)
         if "worth_cache" in reader.arrays:
             cache = reader.tensor("worth_cache", (2 + n_classes,))
             if cache[0] < 0 or cache[0] != int(cache[0]):
                 raise reader.error("worth_cache", "must start with a count of rows")
-            self._worth_cache = (int(cache[0]), cache[2:].astype(np.float64), float(cache[1]))
-        for name, part in (("feedback", self.feedback), ("report", self.drift_log)):
+            labelled._worth_cache = (int(cache[0]), cache[2:].astype(np.float64), float(cache[1]))
+        for name, part in (("feedback", labelled.feedback), ("report", labelled.drift_log)):
             arrays = reader.prefixed(f"{name}.")
             if name == "feedback" and "heldout_scores" not in arrays:
                 continue
@@ -328,7 +385,8 @@ class LabelledRows:
                 part.restore(arrays)
             except (ValueError, KeyError, UnicodeDecodeError) as err:
                 raise reader.error(name, str(err)) from err
-        self.drift_log.use_heldout(*self.feedback.heldout)
+        labelled.drift_log.use_heldout(*labelled.feedback.heldout)
+        return labelled
 
 
 @functools.lru_cache(maxsize=8)

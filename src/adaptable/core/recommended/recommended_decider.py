@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import warnings
 from numbers import Integral, Real
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from adaptable.core.decision.class_presence import presence
 from adaptable.core.decision.rules import (
     OBJECTIVES,
-    RuleChoice,
     between_weights,
     choose_rule,
     expected_confusion,
@@ -46,19 +45,28 @@ from adaptable.core.parts.contexts import FitContext, LoadContext, PartState
 from adaptable.core.parts.decider import CalibratedBatch, Decider, Decision
 from adaptable.core.parts.earlier_pickles import with_added_attributes
 from adaptable.core.recommended.label_shift_estimate import LabelShiftReading
-from adaptable.core.recommended.labelled_rows import LabelledRows
+from adaptable.core.recommended.labelled_rows import LabelledRows, UnlabelledReading
 from adaptable.core.recommended.moment_test import LabelShiftTest
 from adaptable.core.recommended.prior_estimate import (
     OnlinePriorEstimate,
     chi2_critical,
     prior_center,
 )
+from adaptable.core.recommended.saved_fields import (
+    read_expected_confusion,
+    read_heldout_scores,
+    read_prior_estimate,
+    read_rule,
+    read_shift_test,
+    rule_metadata,
+)
 from adaptable.core.report.drift_log import REPORT_BATCHES
 from adaptable.framework.parameters import Constraint, Interval, StrOptions
 from adaptable.framework.probability import floored_log, normalize, softmax
 
 if TYPE_CHECKING:
-    pass
+    from adaptable.core.labels import LabelledFeedback
+    from adaptable.core.report.drift_log import DriftLog
 
 #: the decision where neither label-shift correction nor the balanced rule applies
 FALLBACKS = ("argmax", "plugin", "between")
@@ -69,7 +77,7 @@ STREAM_CHECKS = ("model", "both")
 PRIOR_REFERENCES = ("labels", "model")
 
 
-class RecommendedDecider(LabelledRows, Decider):
+class RecommendedDecider(Decider):
     """The recommended decision logic (see the module docstring for the order of the rules).
 
     Args (``AdapTable(...)`` arguments it owns):
@@ -103,7 +111,7 @@ class RecommendedDecider(LabelledRows, Decider):
             keeps a model that misstates its class mix on its own held-out rows from reading
             that bias as a label shift of the stream (docs/research/multiclass.md).
         report_batches: the drift report keeps the last this many batches (up to a quarter
-            more, at least one, between two trims; about 1.2 kB each): the older records are
+            more, at least one, between two trims): the older records are
             forgotten (labels by row id still reach the adapter while the last 65,536 rows'
             scores are kept) and the report reads as a stream that began at the first kept
             batch; ``None`` keeps every batch (memory grows with the stream). The decisions
@@ -118,13 +126,15 @@ class RecommendedDecider(LabelledRows, Decider):
             :class:`~adaptable.core.recommended.prior_estimate.OnlinePriorEstimate` of the target labels.
         expected_confusion: the stream's expected (true, predicted) counts of argmax [0] and
             of the balanced rule [1] under the calibrated posteriors, (2, C, C).
+        labelled: the labelled-rows path, a
+            :class:`~adaptable.core.recommended.labelled_rows.LabelledRows`: the labelled
+            target rows (:attr:`feedback`) and the drift report (:attr:`drift_log`).
 
-    Late labels (``AdapTable.partial_fit``) enter through :meth:`learn` and the labelled-rows
-    parts (:attr:`feedback`, a :class:`~adaptable.core.labels.LabelledFeedback`): once enough
-    have arrived, each batch's rule is chosen among argmax, the balanced rule, label-shift
-    correction at the combined target prior, the plug-in rule, the unlabelled decision and a
-    score correction (rule names ``"feedback:..."``). Every batch writes one record of the
-    drift report (:attr:`drift_log`, :class:`~adaptable.core.report.drift_log.DriftLog`).
+    Late labels (``AdapTable.partial_fit``) enter through :meth:`learn`: once enough have
+    arrived, :attr:`labelled` chooses each batch's rule among argmax, the balanced rule,
+    label-shift correction at the combined target prior, the plug-in rule, the unlabelled
+    decision and a score correction (rule names ``"feedback:..."``). Every batch writes one
+    record of the drift report.
     """
 
     preset: ClassVar[str] = "default"
@@ -214,12 +224,15 @@ class RecommendedDecider(LabelledRows, Decider):
             context.n_classes,
             seed=context.seed,
         )
-        self.feedback = self._new_feedback(context.seed)
-        self.drift_log = self._new_drift_log(context.n_classes)
-        self.feedback.fit_heldout(floored_log(softmax(logits)), labels)
+        self.labelled = LabelledRows(
+            self.source_prior_,
+            self.objective,
+            report_batches=self.report_batches,
+            seed=context.seed,
+        )
+        self.labelled.fit_heldout(floored_log(softmax(logits)), labels)
         self.reference_prior_ = self._reference_prior(self.feedback.heldout[0])
         self.prior_estimate = self._new_prior_estimate(context.seed)
-        self.drift_log.use_heldout(*self.feedback.heldout)
         self.reset()
         return self
 
@@ -244,15 +257,12 @@ class RecommendedDecider(LabelledRows, Decider):
     def reset(self) -> None:
         self.shift_test.reset()
         self.prior_estimate.reset()
-        self.feedback.reset()
-        self.drift_log.reset()
+        self.labelled.reset()
         self._start(np.zeros((2, len(self.source_prior_), len(self.source_prior_))))
 
     def _start(self, expected: np.ndarray) -> None:
-        """The per-stream state besides the test and the estimate."""
+        """The per-stream state besides the test, the estimate and the labelled rows."""
         self.expected_confusion = expected
-        # the unlabelled estimate's worth when last computed: (rows seen, estimate, worth)
-        self._worth_cache: tuple[int, np.ndarray, float] = (0, self.source_prior_ * 0, 0.0)
         # argmax's and the balanced rule's class weights, (2, 1, C): both rules predict a batch
         # in one product (the balanced rule's are the weights its decision uses, 1 / p_s)
         n_classes = len(self.source_prior_)
@@ -275,6 +285,33 @@ class RecommendedDecider(LabelledRows, Decider):
     def reading_prior(self) -> np.ndarray:
         """The label-shift reading's estimate of the target label distribution, (C,)."""
         return self._reading.prior
+
+    # ------------------------------------------------------------------ labelled rows
+    @property
+    def feedback(self) -> LabelledFeedback:
+        """The labelled target rows' evidence (:attr:`labelled`'s)."""
+        return self.labelled.feedback
+
+    @property
+    def drift_log(self) -> DriftLog:
+        """The drift report, one record per batch (:attr:`labelled`'s)."""
+        return self.labelled.drift_log
+
+    def learn(
+        self,
+        logits: np.ndarray,
+        labels: np.ndarray,
+        rows: np.ndarray | None,
+        classes: Any = None,
+    ) -> None:
+        """Labelled target rows: logits (n, C), label codes (n,), row ids or ``None``
+        (:meth:`LabelledRows.learn <adaptable.core.recommended.labelled_rows.LabelledRows.learn>`)."""
+        self.labelled.learn(logits, labels, rows, classes)
+
+    def kept_logits(self, rows: np.ndarray) -> np.ndarray:
+        """The model's logits of earlier rows, by row id, as they were when predicted (n, C);
+        ``ValueError`` for rows no longer kept."""
+        return self.labelled.kept_logits(rows)
 
     # ------------------------------------------------------------------ one batch
     def decide(self, batch: CalibratedBatch) -> Decision:
@@ -318,7 +355,16 @@ class RecommendedDecider(LabelledRows, Decider):
             shift_statistic=self.shift_test.z_score(),
             prior_shift_statistic=prior_statistic,
         )
-        return self._with_feedback(batch, decision, label_shift, weights)
+        reading = UnlabelledReading(
+            self.prior_estimate,
+            self.reference_prior_,
+            label_shift,
+            weights,
+            self.class_presence,
+            self.shift_test_threshold,
+            self._prior_critical(),
+        )
+        return self.labelled.revise(batch, decision, reading)
 
     def _without_label_shift(self, covariate: bool) -> tuple[np.ndarray | None, str]:
         """The class weights (``None``: argmax) and rule name outside label-shift correction."""
@@ -366,12 +412,11 @@ class RecommendedDecider(LabelledRows, Decider):
     def class_presence(self) -> np.ndarray:
         """Each class's chance of occurring in the stream at all, (C,): 1 for a class among the
         labelled rows, else from the reservoir and the running estimate
-        (:func:`~adaptable.core.decision.class_presence.presence`, O(C reservoir): up to 1-3 ms a batch
-        with 3-10 classes on a full reservoir). Read only by balanced accuracy's label-shift
-        weights on more than two classes. The whole reservoir, not a sample: a class of 1 %
-        has a handful of rows in a few hundred, too few to show it occurs (a 512-row sample
-        lost 2-8 points on such streams, docs/research/multiclass.md)."""
+        (:func:`~adaptable.core.decision.class_presence.presence`, O(C reservoir)). Read only
+        by balanced accuracy's label-shift weights on more than two classes."""
         estimate = self.prior_estimate
+        # the whole reservoir, not a sample: a rare class has too few rows in a sample to show
+        # that it occurs (docs/research/multiclass.md)
         chances = presence(
             estimate.reservoir_by_class, self.reference_prior_, estimate.prior, estimate.n_seen
         )
@@ -387,154 +432,59 @@ class RecommendedDecider(LabelledRows, Decider):
         statistic = self.prior_estimate.likelihood_ratio()
         if self.label_shift_level >= 1.0:
             return True, statistic
-        critical = chi2_critical(self.label_shift_level, len(self.source_prior_) - 1)
-        return statistic >= critical, statistic
+        return statistic >= self._prior_critical(), statistic
+
+    def _prior_critical(self) -> float:
+        """The likelihood-ratio test's critical value (chi-squared, C - 1 degrees of freedom,
+        at ``label_shift_level``); 0 where the test is off."""
+        if self.label_shift_level >= 1.0:
+            return 0.0
+        return chi2_critical(self.label_shift_level, len(self.source_prior_) - 1)
 
     # ------------------------------------------------------------------ saved state
     def state(self) -> PartState:
-        """The rule, the test's and the estimate's arrays, the expected confusions, the seed."""
+        """The rule, the test's and the estimate's arrays, the expected confusions, the seed,
+        and the labelled rows and the report (:meth:`LabelledRows.arrays`)."""
         arrays = {f"shift_test.{k}": v for k, v in self.shift_test.arrays().items()}
         arrays |= {f"prior_estimate.{k}": v for k, v in self.prior_estimate.arrays().items()}
         arrays["expected_confusion"] = self.expected_confusion
-        arrays |= self._feedback_arrays()
-        rule = self.rule
+        arrays |= self.labelled.arrays()
         metadata = {
             "temperature": None,
-            "rule": {
-                "beta": rule.beta,
-                "source_score": rule.source_score,
-                "balanced_score": rule.balanced_score,
-                "evidence": rule.evidence,
-            },
+            "rule": rule_metadata(self.rule),
             "seed": self.prior_estimate.seed,
         }
         return PartState(arrays, metadata)
 
     @classmethod
     def from_state(cls, context: LoadContext) -> RecommendedDecider:
-        """Inverse of :meth:`state`, mid-stream; every field checked: each tensor's shape and
-        dtype before its data is read, the moment test against the saved Encoder's columns,
-        the reservoir's rows as probabilities, and the counts as non-negative integers that
-        agree with each other."""
+        """Inverse of :meth:`state`, mid-stream; every field checked
+        (:mod:`~adaptable.core.recommended.saved_fields`): each tensor's shape and dtype before
+        its data is read, the moment test against the saved Encoder's columns, the reservoir's
+        rows as probabilities, and the counts as non-negative integers that agree with each
+        other."""
         reader, n_classes = context.reader, context.n_classes
         decider = cls.from_params(context.params)
         decider.source_prior_ = context.source_prior
         if reader.meta.get("temperature") is not None:
             raise reader.error("temperature", "must be null for the default preset")
-        rule = reader.field("rule", dict)
-        numbers = {"beta", "source_score", "balanced_score", "evidence"}
-        if set(rule) != numbers or not all(
-            isinstance(rule[k], int | float) and not isinstance(rule[k], bool) for k in numbers
-        ):
-            raise reader.error(
-                "rule", f"cannot be read (it must hold the numbers {sorted(numbers)})"
-            )
-        choice = RuleChoice(
-            float(rule["beta"]),
-            float(rule["source_score"]),
-            float(rule["balanced_score"]),
-            float(rule["evidence"]),
-        )
-        scores_and_evidence = (choice.source_score, choice.balanced_score, choice.evidence)
-        if choice.beta not in (0.0, 1.0) or not all(0.0 <= v <= 1.0 for v in scores_and_evidence):
-            raise reader.error(
-                "rule", f"must have beta 0 or 1, and scores and evidence in [0, 1]; got {rule}"
-            )
-
-        # The moment test: its columns are the saved Encoder's (numbers, then each categorical
-        # feature's categories, rare ones pooled by the lookup).
-        def shift_tensor(name: str, shape: tuple[int, ...], dtype: str = "float64"):
-            return reader.tensor(f"shift_test.{name}", shape, dtype)
-
-        def declared(name: str) -> tuple[int, ...]:
-            return reader.shape(f"shift_test.{name}") or (0,)
-
-        encoder = context.encoder
-        n_numeric = reader.count("shift_test.n_numeric")
-        sizes = None if encoder is None else np.asarray(encoder.cardinalities, dtype=np.int64)
-        if encoder is not None and n_numeric != len(encoder.numerical_):
-            raise reader.error(
-                "shift_test.n_numeric",
-                f"is {n_numeric} but the encoder has {len(encoder.numerical_)} numerical columns",
-            )
-        # as fit computes them: [0] for a table without categorical columns
-        written = None if sizes is None else np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        offsets = shift_tensor(
-            "offsets", declared("offsets") if written is None else written.shape, "int64"
-        )
-        if written is not None and not np.array_equal(offsets, written):
-            raise reader.error("shift_test.offsets", "disagrees with the encoder's categories")
-        categories = int(sizes.sum()) if sizes is not None else None
-        arrays: dict[str, np.ndarray] = {}
-        if "shift_test.lookup" in reader.arrays:
-            shape = declared("lookup") if categories is None else (categories,)
-            lookup = shift_tensor("lookup", shape, "int64")
-            if len(lookup) and (lookup.min() < 0 or lookup.max() >= len(lookup)):
-                raise reader.error("shift_test.lookup", "points outside the one-hot columns")
-            arrays["lookup"] = lookup
-            one_hot = int(lookup.max()) + 1 if len(lookup) else 0
-        elif categories is not None:  # written before rare categories were pooled
-            one_hot = categories
-        else:
-            one_hot = declared("class_means")[0] - n_numeric
-        width = n_numeric + one_hot
-        arrays |= {
-            "class_means": shift_tensor("class_means", (width, n_classes)),
-            "weights": shift_tensor("weights", (width,)),
-            "sums": shift_tensor("sums", (width,)),
-            "null": shift_tensor("null", (2,)),
-            "offsets": offsets,
-            "n_numeric": np.array([n_numeric]),
-            "n_rows": np.array([reader.count("shift_test.n_rows")]),
-        }
-        try:
-            test = LabelShiftTest.from_arrays(arrays, n_classes)
-        except (ValueError, KeyError) as err:
-            raise reader.error("shift_test", str(err)) from err
-
-        # The target-prior estimate: a reservoir of min(n_seen, capacity) probability rows.
+        rule = read_rule(reader)
+        test = read_shift_test(reader, n_classes, context.encoder)
         seed = reader.integer("seed", minimum=0)
         decider.reference_prior_ = decider.source_prior_
         if decider.prior_reference != "labels" and "feedback.heldout_scores" in reader.arrays:
-            shape = reader.shape("feedback.heldout_scores") or (0, n_classes)
-            scores = reader.tensor("feedback.heldout_scores", (shape[0], n_classes))
+            scores = read_heldout_scores(reader, n_classes)
             decider.reference_prior_ = decider._reference_prior(scores)
         estimate = decider._new_prior_estimate(seed)
-        n_seen = int(reader.tensor("prior_estimate.n_seen", (1,), "int64")[0])
-        kept = min(n_seen, estimate.capacity)
-        # Before the first batch the reservoir is empty, and safetensors does not write it.
-        rows = (reader.shape("prior_estimate.reservoir") or (0,))[0]
-        if n_seen < 0 or rows != kept:
-            raise reader.error(
-                "prior_estimate",
-                f"must hold min(n_seen, {estimate.capacity}) reservoir rows; it holds {rows} "
-                f"with n_seen {n_seen}",
-            )
-        state = {
-            "reservoir": reader.tensor("prior_estimate.reservoir", (kept, n_classes)),
-            "n_seen": np.array([n_seen]),
-            "prior": reader.tensor("prior_estimate.prior", (n_classes,)),
-        }
-        try:
-            estimate.restore(state)
-        except (ValueError, KeyError) as err:
-            raise reader.error("prior_estimate", str(err)) from err
-
-        # Expected (true, predicted) counts of both rules over the same rows: non-negative, the
-        # same rows' posteriors per true class in both, and no more rows than the stream had.
-        expected = reader.tensor("expected_confusion", (2, n_classes, n_classes))
-        if np.any(expected < 0):
-            raise reader.error("expected_confusion", "holds negative counts")
-        by_class = expected.sum(axis=2)
-        total = float(by_class[0].sum())
-        tolerance = 1e-6 * max(total, 1.0)
-        if np.abs(by_class[0] - by_class[1]).max() > tolerance or total > n_seen + tolerance:
-            raise reader.error(
-                "expected_confusion",
-                "must count the same rows for both rules, at most the stream's "
-                f"{n_seen} (prior_estimate.n_seen)",
-            )
-        decider.rule, decider.shift_test, decider.prior_estimate = choice, test, estimate
+        n_seen = read_prior_estimate(reader, estimate, n_classes)
+        expected = read_expected_confusion(reader, n_classes, n_seen)
+        decider.rule, decider.shift_test, decider.prior_estimate = rule, test, estimate
         decider._start(expected.copy())
-        decider._restore_feedback(reader, estimate.seed)
+        decider.labelled = LabelledRows.from_state(
+            reader,
+            decider.source_prior_,
+            decider.objective,
+            report_batches=decider.report_batches,
+            seed=estimate.seed,
+        )
         return decider
