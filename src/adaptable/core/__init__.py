@@ -2,6 +2,7 @@
 the decider. One folder per feature, lower ones never importing higher ones:
 
 - ``estimator.py``: :class:`AdapTable` (fit, predict_proba, state, save / load);
+  ``adapter_state.py``: its diagnostics (:class:`AdapTableState`);
   ``label_intake.py``: its ``partial_fit``, ``report`` and ``drift_summary`` (labels that come
   back, checked and handed to the decider); ``presets.py``: which decider each preset builds
   and which parameters each part owns;
@@ -76,7 +77,8 @@ from adaptable.core.parts.earlier_pickles import install as install_earlier_path
 
 #: public name -> the module that defines it
 _EXPORTS = {
-    "adaptable.core.estimator": ("AdapTable", "AdapTableState"),
+    "adaptable.core.estimator": ("AdapTable",),
+    "adaptable.core.adapter_state": ("AdapTableState",),
     "adaptable.core.presets": ("DECIDERS", "PART_PARAMETERS", "PRESETS"),
     "adaptable.core.parts.decider": ("CalibratedBatch", "Decider", "Decision"),
     "adaptable.core.paper.paper_decider": ("PaperDecider",),

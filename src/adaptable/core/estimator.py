@@ -12,13 +12,13 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
+from adaptable.core.adapter_state import AdapTableState
 from adaptable.core.label_intake import LateLabels
 from adaptable.core.paper.calibrators import CALIBRATORS, fit_calibrator
 from adaptable.core.paper.label_handler import source_prior
@@ -35,47 +35,8 @@ from adaptable.framework.method import SourceData, TestTimeMethod, check_model_c
 from adaptable.framework.model_adapter import as_logit_function, checked_logits, rows_checked
 from adaptable.framework.parameters import InvalidParameterError, validate_parameters
 
-
-@dataclass(frozen=True)
-class AdapTableState:
-    """Diagnostics after the last batch (``None`` before the first batch).
-
-    Attributes:
-        source_prior: p_s, (C,).
-        temperature: T of the quantile rule (paper preset; ``None`` in the default preset).
-        online_prior: the current estimate of the target label distribution (p^oe in the paper
-            preset, the MAP-EM estimate in the default preset), (C,).
-        target_prior: p_t used on the last batch, (C,).
-        temperatures: the calibrator's per-row T_i of the last batch, (n,) (NaN where none).
-        recalibration_temperatures: the per-row T~_i of the last batch (T, 1 or 1/T), (n,).
-        uncertainty: delta_i of the last batch, (n,).
-        n_batches: batches adapted since fit / reset (a loaded adapter goes on from the
-            count it was saved with; after a load ``target_prior``, ``decision_rule`` and
-            ``prior_shift_statistic`` are the saved last batch's, its per-row arrays
-            ``None``).
-        decision_rule: default preset: the rule used on the last batch, ``"source"``,
-            ``"balanced"``, ``"plugin"``, ``"between"`` or ``"label_shift"``; once labels
-            have come back (:meth:`partial_fit`), ``"feedback:"`` and the rule they chose:
-            ``argmax``, ``balanced``, ``label_shift``, ``plugin``, ``corrected`` (a score
-            correction fitted on them) or the unlabelled rule of the moment, as
-            ``"feedback:<rule> (unlabelled)"``.
-        shift_statistic: default preset: the label-shift test's z-score now (small: the
-            stream is consistent with pure label shift).
-        prior_shift_statistic: default preset: the likelihood-ratio statistic of the target-prior
-            estimate against p_s on the last batch; ``None`` where the z-score ruled it out.
-    """
-
-    source_prior: np.ndarray
-    temperature: float | None
-    online_prior: np.ndarray
-    target_prior: np.ndarray | None
-    temperatures: np.ndarray | None
-    recalibration_temperatures: np.ndarray | None
-    uncertainty: np.ndarray | None
-    n_batches: int
-    decision_rule: str | None = None
-    shift_statistic: float | None = None
-    prior_shift_statistic: float | None = None
+# AdapTableState was defined here: imports of this module (and pickles) still find it
+__all__ = ["AdapTable", "AdapTableState"]
 
 
 class AdapTable(LateLabels, TestTimeMethod):
@@ -391,26 +352,10 @@ class AdapTable(LateLabels, TestTimeMethod):
     def state(self) -> AdapTableState:
         """Current target-label estimate and the last batch's diagnostics (AdapTableState)."""
         self._check_fitted()
-        last, temperatures = self._last if self._last is not None else (None, None)
-        saved = getattr(self, "_saved_last", None)
-        if last is None and saved is not None:
-            last = Decision(
-                np.zeros((0, self.n_classes_)), saved["target_prior"], self.decider_.online_prior,
-                None, None, saved["rule"], None, saved["prior_shift_statistic"],
-            )  # fmt: skip
-        return AdapTableState(
-            source_prior=self.source_prior_.copy(),
-            temperature=self.temperature_,
-            online_prior=self.decider_.online_prior,
-            target_prior=None if last is None else last.target_prior,
-            temperatures=temperatures,
-            recalibration_temperatures=None if last is None else last.recalibration_temperatures,
-            uncertainty=None if last is None else last.uncertainty,
-            n_batches=self._n_batches,
-            decision_rule=None if last is None else last.rule,
-            shift_statistic=self.decider_.shift_statistic,
-            prior_shift_statistic=None if last is None else last.prior_shift_statistic,
-        )
+        return AdapTableState.of(
+            self.source_prior_, self.temperature_, self.decider_, self._last,
+            getattr(self, "_saved_last", None), self._n_batches,
+        )  # fmt: skip
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the fitted state, mid-stream, to one ``.safetensors`` file (tensors + JSON
