@@ -9,30 +9,26 @@ states (:mod:`~adaptable.core.persistence.save_file`).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import torch
 
 from adaptable.core.adapter_state import AdapTableState
+from adaptable.core.fitted_parts import FittedParts, fit_parts, is_sparse
 from adaptable.core.label_intake import LateLabels
-from adaptable.core.paper.calibrators import CALIBRATORS, fit_calibrator
-from adaptable.core.paper.label_handler import source_prior
 from adaptable.core.paper.post_training import Progress
-from adaptable.core.parts.contexts import FitContext, source_rows
 from adaptable.core.parts.decider import CalibratedBatch, Decision
 from adaptable.core.parts.earlier_pickles import with_added_attributes
-from adaptable.core.persistence.save_file import SavedAdapTable, read, write
+from adaptable.core.persistence.save_file import read, write
 from adaptable.core.presets import DECIDERS, PARAMETER_CONSTRAINTS, calibrator_name
 from adaptable.core.report.drift_log import REPORT_BATCHES
-from adaptable.encoding import EncodedBatch, Encoder
+from adaptable.encoding import EncodedBatch
 from adaptable.framework.fitted_columns import FittedColumns
-from adaptable.framework.method import SourceData, TestTimeMethod, check_model_classes
-from adaptable.framework.model_adapter import as_logit_function, checked_logits, rows_checked
+from adaptable.framework.method import SourceData, TestTimeMethod
+from adaptable.framework.model_adapter import checked_logits
 from adaptable.framework.parameters import InvalidParameterError, validate_parameters
 
 # AdapTableState was defined here: imports of this module (and pickles) still find it
@@ -188,79 +184,31 @@ class AdapTable(LateLabels, TestTimeMethod):
         return DECIDERS[self.preset].reads_heldout_rows
 
     def _fit(self, model: Any, source: SourceData) -> None:
-        """p_s (train + valid labels, as the authors), the Encoder where a part reads features,
-        then the calibrator and the decider on the same :class:`FitContext`."""
+        """The parts fitted on the source (:func:`~adaptable.core.fitted_parts.fit_parts`)."""
         params = self.get_params(deep=False)
         self._check_parameters(params)
         # what save writes: a set_params after fit takes effect at the next fit, so a saved
         # adapter must be rebuilt from these, not from the parameters of the moment
         self._fitted_params = {k: list(v) if isinstance(v, list) else v for k, v in params.items()}
-        if source.X is None or source.y is None:
-            raise ValueError("adaptable: fit needs the source rows X_source and labels y_source.")
-        if (source.X_valid is None) != (source.y_valid is None):
-            raise ValueError("adaptable: pass X_valid and y_valid together, or neither.")
-        for what, rows in (("X_source", source.X), ("X_valid", source.X_valid)):
-            if _is_sparse(rows):
-                raise ValueError(
-                    f"adaptable: {what} is a scipy sparse matrix; pass its dense rows "
-                    "(.toarray()) or a DataFrame."
-                )
-        self.columns_ = FittedColumns.of(source.X)
-        decider = DECIDERS[self.preset].from_params(params)
-        reads_features = (
-            decider.needs_features or CALIBRATORS[self.calibrator_name_].needs_shift_trend
-        )
-        if self.columns_ is not None and source.X_valid is not None:
-            # (the Encoder reads the held-out rows by name; a model alone may take either)
-            if reads_features and not isinstance(source.X_valid, pd.DataFrame):
-                raise ValueError(
-                    "adaptable: X_source is a DataFrame but X_valid is not; pass the held-out "
-                    "rows as a DataFrame with the same columns."
-                )
-            valid = self.columns_.conform(source.X_valid, "X_valid")
-            source = dataclasses.replace(source, X_valid=valid)
-        self._logit_function = as_logit_function(model, self.output)
-        shared = shared_encoder(model, params)
-        logits = rows_checked(
-            self._logit_function(source.X), len(source.y), f"the {len(source.y)} rows of X_source"
-        )
-        self.n_classes_ = logits.shape[1]
-        self.source_prior_ = source_prior(source.y, source.y_valid, n_classes=self.n_classes_)
-        logits_valid = None
-        if source.X_valid is not None:
-            n_valid = len(source.y_valid)
-            logits_valid = rows_checked(
-                self._logit_function(source.X_valid), n_valid, f"the {n_valid} rows of X_valid"
-            )
-        name = self.calibrator_name_
-        self.encoder_ = None
-        if reads_features:
-            self.encoder_ = shared or Encoder(self.numerical, self.categorical).fit(
-                source_rows(source)
-            )
-        context = FitContext(
-            source, logits, logits_valid, self.source_prior_, self.encoder_,
-            _seed(self.random_state), progress_callback(self.verbose, self.progress),
-        )  # fmt: skip
-        self.calibrator_ = fit_calibrator(name, context, params)
-        self.decider_ = decider.fit(context)
-        self._start(model if shared is not None else None)
+        self._start(fit_parts(model, source, params))
 
-    def _start(self, model_sharing_encoder: Any) -> None:
-        """Fitted or loaded: the fields every batch reads, and no batch seen."""
-        sharing = model_sharing_encoder
-        self._encoded_logits = None if sharing is None else sharing.logits_from_encoded
+    def _start(self, parts: FittedParts, stream: dict[str, Any] | None = None) -> None:
+        """Fitted or loaded: the parts, and the stream so far (a loaded file's, else none)."""
+        self.n_classes_, self.source_prior_ = parts.n_classes, parts.source_prior
+        self.encoder_, self.columns_ = parts.encoder, parts.columns
+        self.calibrator_, self.decider_ = parts.calibrator, parts.decider
+        self._logit_function, self._encoded_logits = parts.logit_function, parts.encoded_logits
         self.temperature_ = self.decider_.temperature_
         self.post_training_ = getattr(self.calibrator_, "report", None)
         self._needs_features = self.decider_.needs_features or self.calibrator_.needs_shift_trend
         self._last: tuple[Decision, np.ndarray] | None = None
-        #: the last batch's fields a file held, until a batch is adapted after the load
-        self._saved_last: dict[str, Any] | None = None
-        self._n_batches = 0
+        # the last batch's fields a file held, until a batch is adapted after the load
+        self._saved_last = stream if stream is not None and stream["n_batches"] else None
+        self._n_batches = 0 if stream is None else stream["n_batches"]
 
     def _check_batch(self, X_batch: Any) -> int:
         n_rows = super()._check_batch(X_batch)
-        if _is_sparse(X_batch):  # the Encoder reads no sparse matrix
+        if is_sparse(X_batch):  # the Encoder reads no sparse matrix
             raise ValueError(
                 f"{self.name}: X_batch is a scipy sparse matrix; pass its dense rows "
                 "(X_batch.toarray()) or a DataFrame, as at fit."
@@ -389,68 +337,8 @@ class AdapTable(LateLabels, TestTimeMethod):
                 the file's.
             IsADirectoryError: ``path`` is a folder.
         """
-        saved: SavedAdapTable = read(cls, path)
-        if model is not None:  # the check of fit: column j must be class j of the file
-            check_model_classes(model, saved.classes, "AdapTable.load")
-        method = cls(**{**saved.params, **({} if output is None else {"output": output})})
-        method._fitted_params = method.get_params(deep=False)
-        method._logit_function = None if model is None else as_logit_function(model, method.output)
-        method.n_classes_, method.classes_ = len(saved.classes), saved.classes
-        method.source_prior_, method.encoder_ = saved.source_prior, saved.encoder
-        method.calibrator_, method.decider_ = saved.calibrator, saved.decider
-        method.columns_ = None if saved.columns is None else FittedColumns(saved.columns)
-        method._start(None)
-        if saved.stream is not None:  # the state goes on where it was saved
-            method._n_batches = saved.stream["n_batches"]
-            method._saved_last = saved.stream if saved.stream["n_batches"] else None
+        saved = read(cls, path, model)
+        method = cls(**saved.params_with(output))
+        method._fitted_params, method.classes_ = method.get_params(deep=False), saved.classes
+        method._start(saved.parts_with(model, method.output), saved.stream)
         return method
-
-
-def shared_encoder(model: Any, params: dict[str, Any]) -> Encoder | None:
-    """The model's Encoder where each batch can be encoded once for both.
-
-    A model that exposes its fitted ``encoder`` (an :class:`~adaptable.encoding.Encoder`) and
-    ``logits_from_encoded(EncodedBatch)``, such as the package's torch source models, gets the
-    adapter's encoding of the batch instead of encoding it again; the adapter then uses that
-    Encoder as its own, unless ``numerical`` / ``categorical`` say otherwise or the model's
-    output is read as probabilities.
-    """
-    encoder = getattr(model, "encoder", None)
-    usable = (
-        isinstance(encoder, Encoder)
-        and callable(getattr(model, "logits_from_encoded", None))
-        and params["numerical"] is None
-        and params["categorical"] is None
-        and params["output"] != "proba"
-    )
-    return encoder if usable else None
-
-
-def progress_callback(verbose: bool, progress: Progress | None) -> Progress | None:
-    """``progress``, preceded by a printed line per epoch when ``verbose``."""
-    if not verbose:
-        return progress
-    return _PrintedProgress(progress)
-
-
-class _PrintedProgress:
-    """Prints one line per post-training epoch, then calls the user's callback (picklable)."""
-
-    def __init__(self, progress: Progress | None) -> None:
-        self.progress = progress
-
-    def __call__(self, epoch: int, train: float, valid: float, best: bool) -> None:
-        print(f"epoch {epoch:3d}  train {train:.5f}  valid {valid:.5f}{'  *' if best else ''}")
-        if self.progress is not None:
-            self.progress(epoch, train, valid, best)
-
-
-def _is_sparse(rows: Any) -> bool:
-    """A scipy sparse matrix or array (scipy is not imported to find out)."""
-    return type(rows).__module__.startswith("scipy.sparse")
-
-
-def _seed(random_state: int | None) -> int:
-    if random_state is None:
-        return int(np.random.SeedSequence().entropy % (2**63))
-    return int(random_state)
