@@ -45,6 +45,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("adaptable.core.report",),
     ("adaptable.core.paper", "adaptable.core.recommended"),
     ("adaptable.core.presets",),
+    ("adaptable.core.batch_input",),
     ("adaptable.core.fitted_parts",),
     ("adaptable.core.persistence",),
     ("adaptable.core.adapter_state", "adaptable.core.label_intake"),

@@ -1,11 +1,12 @@
 """AdapTable: a thin estimator holding two parts, a calibrator and a decider; the preset chooses
 the decider. One folder per feature, lower ones never importing higher ones:
 
-- ``estimator.py``: :class:`AdapTable` (fit, predict_proba, state, save / load);
-  ``adapter_state.py``: its diagnostics (:class:`AdapTableState`);
-  ``label_intake.py``: its ``partial_fit``, ``report`` and ``drift_summary`` (labels that come
-  back, checked and handed to the decider); ``presets.py``: which decider each preset builds
-  and which parameters each part owns;
+- ``estimator.py``: :class:`AdapTable` (fit, predict_proba, partial_fit, report, state,
+  save / load), assembled from the objects of the modules beside it: ``fitted_parts.py`` (its
+  fitted parts, and fitting them), ``batch_input.py`` (a batch read through the model and the
+  Encoder), ``label_intake.py`` (labels that come back, checked and handed to the decider; the
+  decider's report), ``adapter_state.py`` (its diagnostics, :class:`AdapTableState`);
+  ``presets.py``: which decider each preset builds and which parameters each part owns;
 - ``paper/``: the paper's method (the shift-aware calibrator g_phi, the ablation calibrators,
   the label distribution handler and the paper preset's decider);
 - ``recommended/``: the default preset's decider (rule choice, label-shift tests and estimate,

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from adaptable.core.batch_input import is_sparse
 from adaptable.core.paper.calibrators import CALIBRATORS, Calibrator, fit_calibrator
 from adaptable.core.paper.label_handler import source_prior
 from adaptable.core.paper.post_training import Progress
@@ -161,11 +162,6 @@ class _PrintedProgress:
         print(f"epoch {epoch:3d}  train {train:.5f}  valid {valid:.5f}{'  *' if best else ''}")
         if self.progress is not None:
             self.progress(epoch, train, valid, best)
-
-
-def is_sparse(rows: Any) -> bool:
-    """A scipy sparse matrix or array (scipy is not imported to find out)."""
-    return type(rows).__module__.startswith("scipy.sparse")
 
 
 def _seed(random_state: int | None) -> int:
