@@ -8,6 +8,7 @@ import pickle
 
 import joblib
 import numpy as np
+import pandas as pd
 import pytest
 
 from adaptable import AdapTable
@@ -149,3 +150,40 @@ def test_labelled_feedback_pickled_before_the_likelihood_incumbent_decides_as_be
             feedback.add(log_p[start : start + 6], labels[start : start + 6])
         assert old.decide(rules, 0).rule.name == plain.decide(rules, 0).rule.name
     assert old.likelihood_incumbent is False
+
+
+#: what AdapTable builds on its own fields (the batch input, the label intake): never pickled
+WIRED = {"_input", "_intake"}
+
+
+def test_an_adapter_pickled_with_the_earlier_field_layout_takes_labels_and_continues(
+    synthetic, frame_logreg
+) -> None:
+    """Earlier versions pickled AdapTable's fields alone (partial_fit came from a mixin with no
+    field of its own). Such a state unpickles with its batch input and label intake built on
+    those fields, goes on exactly as the original, and a pickle made now holds the same
+    fields."""
+    method = _fitted(synthetic, frame_logreg)
+    stream = _stream(synthetic, count=4)
+    y = synthetic.test.y
+    method.predict_proba(stream[0])
+    method.partial_fit(None, y[:20], rows=np.arange(20))
+    earlier = {k: v for k, v in vars(method).items() if k not in WIRED}
+    assert set(method.__getstate__()) == set(earlier)  # the pickle's layout is the earlier one
+    old = AdapTable.__new__(AdapTable)
+    old.__setstate__(pickle.loads(pickle.dumps(earlier)))  # what unpickling an earlier file does
+    assert WIRED <= set(vars(old))
+    assert old._intake.decider is old.decider_ and old._input.encoder is old.encoder_
+    for t, batch in enumerate(stream[1:], start=1):
+        np.testing.assert_array_equal(old.predict_proba(batch), method.predict_proba(batch))
+        rows = np.arange(64 * t, 64 * t + 30)
+        for adapter in (old, method):
+            adapter.partial_fit(batch.iloc[:30], y[rows], rows=rows)
+    pd.testing.assert_frame_equal(old.report(), method.report())
+    assert str(old.drift_summary()) == str(method.drift_summary())
+
+
+def test_an_unfitted_adapter_pickles_without_wired_objects() -> None:
+    twin = pickle.loads(pickle.dumps(AdapTable(preset="paper")))
+    assert not WIRED & set(vars(twin))
+    assert twin.get_params() == AdapTable(preset="paper").get_params()

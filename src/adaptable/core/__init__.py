@@ -1,10 +1,12 @@
 """AdapTable: a thin estimator holding two parts, a calibrator and a decider; the preset chooses
 the decider. One folder per feature, lower ones never importing higher ones:
 
-- ``estimator.py``: :class:`AdapTable` (fit, predict_proba, state, save / load);
-  ``label_intake.py``: its ``partial_fit``, ``report`` and ``drift_summary`` (labels that come
-  back, checked and handed to the decider); ``presets.py``: which decider each preset builds
-  and which parameters each part owns;
+- ``estimator.py``: :class:`AdapTable` (fit, predict_proba, partial_fit, report, state,
+  save / load), assembled from the objects of the modules beside it: ``fitted_parts.py`` (its
+  fitted parts, and fitting them), ``batch_input.py`` (a batch read through the model and the
+  Encoder), ``label_intake.py`` (labels that come back, checked and handed to the decider; the
+  decider's report), ``adapter_state.py`` (its diagnostics, :class:`AdapTableState`);
+  ``presets.py``: which decider each preset builds and which parameters each part owns;
 - ``paper/``: the paper's method (the shift-aware calibrator g_phi, the ablation calibrators,
   the label distribution handler and the paper preset's decider);
 - ``recommended/``: the default preset's decider (rule choice, label-shift tests and estimate,
@@ -76,7 +78,8 @@ from adaptable.core.parts.earlier_pickles import install as install_earlier_path
 
 #: public name -> the module that defines it
 _EXPORTS = {
-    "adaptable.core.estimator": ("AdapTable", "AdapTableState"),
+    "adaptable.core.estimator": ("AdapTable",),
+    "adaptable.core.adapter_state": ("AdapTableState",),
     "adaptable.core.presets": ("DECIDERS", "PART_PARAMETERS", "PRESETS"),
     "adaptable.core.parts.decider": ("CalibratedBatch", "Decider", "Decision"),
     "adaptable.core.paper.paper_decider": ("PaperDecider",),

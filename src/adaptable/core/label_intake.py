@@ -1,19 +1,38 @@
-"""AdapTable's labelled-rows API: ``partial_fit`` for labels that arrive late, ``report`` for
-the drift the adapter sees.
+"""Labels that come back for target rows: checked, matched to the model's scores and handed to
+the decider; and the decider's drift report read back.
 
-:class:`LateLabels` is the part of :class:`~adaptable.core.estimator.AdapTable` that takes
-labelled target rows and hands them to the decider
-(:meth:`~adaptable.core.recommended.recommended_decider.RecommendedDecider.learn`); only the recommended
-preset's decider learns from labels and keeps a report.
+:class:`LabelIntake` is the part of :class:`~adaptable.core.estimator.AdapTable` behind its
+``partial_fit``, ``partial_fit_logits``, ``report`` and ``drift_summary``. Only the recommended
+preset's decider learns from labels
+(:meth:`~adaptable.core.recommended.recommended_decider.RecommendedDecider.learn`) and keeps a
+report (its ``drift_log``); the intake refuses the other preset's.
+
+Example:
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from adaptable import AdapTable
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2)); y = (X[:, 0] > 0).astype(int)
+    >>> method = AdapTable(random_state=0).fit(LogisticRegression().fit(X, y), X, y, X, y)
+    >>> proba = method.predict_proba(X[:64])
+    >>> reading = BatchInput(
+    ...     logit_function=None, encoded_logits=None, encoder=None, columns=None,
+    ...     n_classes=2, needs_features=True,
+    ... )
+    >>> intake = LabelIntake(method.decider_, reading, method.source_prior_)
+    >>> intake.learn(None, y[:3], np.arange(3), method.classes_, count=len)  # rows 0, 1, 2
+    >>> int(intake.report(method.classes_, "default")["realised_rows"].iloc[0])  # scored
+    3
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from adaptable.core.batch_input import BatchInput, RowCount, refuse_sparse
 from adaptable.core.report.drift_log import DriftLog
 from adaptable.core.report.drift_summary import DriftSummary, summarise
 from adaptable.framework.model_adapter import checked_logits
@@ -21,195 +40,133 @@ from adaptable.framework.model_adapter import checked_logits
 if TYPE_CHECKING:
     import torch
 
-    from adaptable.framework.fitted_columns import FittedColumns
+    from adaptable.core.parts.decider import Decider
 
 
-class LateLabels:
-    """``partial_fit``, ``partial_fit_logits``, ``report`` and ``drift_summary``, mixed into
-    AdapTable."""
+class LabelIntake:
+    """Labelled target rows, checked and handed to the decider, and the decider's report.
 
-    columns_: FittedColumns | None
+    The estimator builds one on its parts (at fit, load and unpickling) and converts the
+    caller's input with the checks every method shares (labels to codes 0..C-1, a batch's
+    rows counted) before handing it here. ``classes`` (set by the estimator after its parts
+    are fitted) and ``preset`` (named in the messages, as set now) are passed to each call.
 
-    def partial_fit(self, X: Any, y: Any, *, rows: Any = None) -> Self:
-        """Labels of target rows that were predicted earlier (default preset).
+    Args:
+        decider: the fitted decider; it learns from labels where it has ``learn``, and keeps
+            a report where it has a ``drift_log``.
+        batch_input: how the estimator reads rows (the model, the Encoder, the fit's columns).
+        source_prior: p_s, (C,), the drift summary's reference distribution.
+    """
 
-        Labels may arrive at any delay, for any share of the rows, in any number of calls
-        between two batches; they must come from the labels of :meth:`fit` (``classes_``).
-        They change the decisions of the batches that come *after* this call (never the
-        predictions already made): the rule is chosen on the labelled rows together with the
-        held-out source rows and the stream's posteriors (each kept while the labels do not
-        refute it), the target label distribution combines the labelled counts with
-        the unlabelled estimate, and with enough labels a correction of the model's scores is
-        considered. Without any call the adapter is exactly the unlabelled default.
+    def __init__(self, decider: Decider, batch_input: BatchInput, source_prior: np.ndarray) -> None:
+        self.decider = decider
+        self.batch_input = batch_input
+        self.source_prior = source_prior
 
-        Args:
-            X: the rows, as the model takes them (n rows); or ``None`` with ``rows``: the
-                labels then go with the model's scores the adapter kept when it predicted
-                those rows (the last 65,536 rows'), and the model is not called again.
-            y: their labels, (n,).
-            rows: optional ids of the rows: their positions in the stream since fit / reset
-                (the first batch passed to :meth:`predict_proba` holds rows 0 .. n_1 - 1, the
-                next one n_1 .. n_1 + n_2 - 1; :meth:`report`'s ``first_row`` shows them).
-                With ids the labels are also scored against the predictions made for those
-                rows (the report's ``realised_*`` columns); rows re-presented by value cannot
-                be matched otherwise. A label sent again for the same row id (a retry, or a
-                feed that sends every label it knows each time) counts once; rows older than
-                the last 65,536 cannot be checked for repeats.
-
-        Returns:
-            self.
-
-        Raises:
-            ValueError: the paper preset (it has no use for labels), a label outside
-                ``classes_``, a length mismatch, an id naming no row predicted so far, a row
-                id given two different labels (in this call or across calls), or ``X=None``
-                without ``rows`` or for rows whose scores are no longer kept. Nothing is
-                learnt from a call that raises.
-
-        Example:
-            >>> method.predict(X_batch)              # doctest: +SKIP
-            >>> method.partial_fit(X_batch[:3], y_true[:3], rows=[0, 1, 2])  # doctest: +SKIP
-            >>> method.partial_fit(None, y_true[3:5], rows=[3, 4])  # doctest: +SKIP
-        """
-        self._check_fitted()
-        self._check_learns()
-        if X is None:
-            if rows is None:
-                raise ValueError(
-                    "adaptable: partial_fit(None, y) needs rows= (the ids of the predicted "
-                    "rows the labels belong to); otherwise pass the rows' features X."
-                )
-            codes = self._label_codes(y, "y")
-            ids = self._row_ids(rows, codes)
-            if len(codes) == 0:
-                return self
-            return self._learn(self.decider_.kept_logits(ids), codes, ids)
-        if self._logit_function is None:
-            raise RuntimeError(
-                "This AdapTable was loaded without a model; pass model= to AdapTable.load, or "
-                "call partial_fit_logits(logits, y)."
-            )
-        codes = self._label_codes(y, "y")
-        if len(codes) == 0:  # no labels arrived: nothing to learn, where no rows came either
-            n_rows = self._check_batch(X) if X is not None and _has_rows(X) else 0
-            if n_rows:
-                raise ValueError(f"adaptable: X has {n_rows} rows but y has no labels.")
-            return self
-        n_rows = self._check_batch(X)
-        if self.columns_ is not None:
-            X = self.columns_.conform(X, "X")
-        if n_rows != len(codes):
-            raise ValueError(f"adaptable: X has {n_rows} rows but y has {len(codes)} labels.")
-        if self._encoded_logits is not None:
-            logits = self._encoded_logits(self.encoder_.encode(X))
-        else:
-            logits = self._logit_function(X)
-        return self._learn(checked_logits(logits, self.n_classes_, n_rows), codes, rows)
-
-    def partial_fit_logits(
-        self, logits: np.ndarray | torch.Tensor, y: Any, *, rows: Any = None
-    ) -> Self:
-        """:meth:`partial_fit` on the rows' logits (n, C), which the caller already has."""
-        self._check_fitted()
-        self._check_learns()
-        codes = self._label_codes(y, "y")
-        if len(codes) == 0:
-            return self
-        logits = checked_logits(logits, self.n_classes_)
-        if len(logits) != len(codes):
-            raise ValueError(f"adaptable: {len(logits)} rows of logits but {len(codes)} labels.")
-        return self._learn(logits, codes, rows)
-
-    def _check_learns(self) -> None:
-        if not hasattr(self.decider_, "learn"):
+    def check_learns(self, preset: str) -> None:
+        """``ValueError`` where the decider has no use for labels (the paper preset)."""
+        if not hasattr(self.decider, "learn"):
             raise ValueError(
-                f"adaptable: partial_fit needs preset='default'; preset={self.preset!r} "
+                f"adaptable: partial_fit needs preset='default'; preset={preset!r} "
                 "(Algorithm 1 of the paper) has no use for labelled target rows."
             )
 
-    def _learn(self, logits: np.ndarray, codes: np.ndarray, rows: Any) -> Self:
-        ids = None if rows is None else self._row_ids(rows, codes)
-        self.decider_.learn(logits, codes, ids, classes=self.classes_)
-        return self
-
-    @staticmethod
-    def _row_ids(rows: Any, codes: np.ndarray) -> np.ndarray:
-        ids = np.asarray(rows)
-        if ids.size == 0 and ids.shape == codes.shape:
-            return ids.astype(np.int64)  # an empty list is no labels (numpy reads it as floats)
-        if ids.shape != codes.shape or not np.issubdtype(ids.dtype, np.integer):
+    def check_accepts(self, X: Any, rows: Any, preset: str) -> None:
+        """The checks of ``partial_fit(X, y, rows=rows)`` before its labels are read: a decider
+        that learns, ``rows`` where ``X`` is ``None``, and a model where ``X`` is given."""
+        self.check_learns(preset)
+        if X is None and rows is None:
             raise ValueError(
-                f"adaptable: rows must be {len(codes)} integer row ids, one per label."
+                "adaptable: partial_fit(None, y) needs rows= (the ids of the predicted "
+                "rows the labels belong to); otherwise pass the rows' features X."
             )
-        return ids
+        if X is not None:
+            self.batch_input.require_model("partial_fit_logits(logits, y)")
 
-    def report(self) -> pd.DataFrame:
-        """The drift report: one row per batch adapted since fit / reset / load (default
-        preset; columns: :meth:`adaptable.core.report.drift_log.DriftLog.frame`), with the classes
-        named by ``classes_`` (by position, with a warning, where two names would give one
-        column). On a long stream only the last ``report_batches`` batches are kept (up to a
-        quarter more; about 1.2 kB each): the older ones are forgotten, and ``batch`` goes on
-        counting. Labels by row id for rows of a forgotten batch still teach the adapter (and
-        are checked for repeats) while the last 65,536 rows' scores hold them, but are no
-        longer scored.
-        :func:`adaptable.experiments.drift_figure.draw` plots it.
+    def learn(
+        self, X: Any, codes: np.ndarray, rows: Any, classes: np.ndarray, *, count: RowCount
+    ) -> None:
+        """Hand labelled rows to the decider, after :meth:`check_accepts`.
+
+        Args:
+            X: the rows as the model takes them, or ``None``: the labels then go with the
+                scores the decider kept for the rows ``rows``.
+            codes: the labels as codes 0..C-1, (n,).
+            rows: the rows' ids in the stream, or ``None``.
+            classes: the estimator's ``classes_``.
+            count: the checks every method makes of a batch, which count the rows of ``X``.
 
         Raises:
-            ValueError: the paper preset (it keeps no report).
+            ValueError: a batch ``count`` refuses, sparse rows, ``X`` and ``codes`` of
+                different lengths, ``rows`` that are not one integer id per label, or ids
+                the decider refuses.
         """
-        return self._drift_log("report()").frame(self.classes_)
+        if X is None:
+            ids = _row_ids(rows, codes)
+            if len(codes):
+                self.decider.learn(self.decider.kept_logits(ids), codes, ids, classes=classes)
+            return
+        # X's rows are counted where labels came, or to refuse rows that came without any
+        n_rows = count(X) if len(codes) or _has_rows(X) else 0
+        if n_rows:
+            refuse_sparse(X)
+        if len(codes) == 0:  # no labels arrived: nothing to learn, where no rows came either
+            if n_rows:
+                raise ValueError(f"adaptable: X has {n_rows} rows but y has no labels.")
+            return
+        X = self.batch_input.conform(X, "X")
+        if n_rows != len(codes):
+            raise ValueError(f"adaptable: X has {n_rows} rows but y has {len(codes)} labels.")
+        self._hand_over(self.batch_input.model_logits(X, n_rows), codes, rows, classes)
+
+    def learn_logits(
+        self, logits: np.ndarray | torch.Tensor, codes: np.ndarray, rows: Any, classes: np.ndarray
+    ) -> None:
+        """:meth:`learn` on the rows' logits (n, C), after :meth:`check_learns`."""
+        if len(codes) == 0:
+            return
+        logits = checked_logits(logits, self.batch_input.n_classes)
+        if len(logits) != len(codes):
+            raise ValueError(f"adaptable: {len(logits)} rows of logits but {len(codes)} labels.")
+        self._hand_over(logits, codes, rows, classes)
+
+    def _hand_over(
+        self, logits: np.ndarray, codes: np.ndarray, rows: Any, classes: np.ndarray
+    ) -> None:
+        ids = None if rows is None else _row_ids(rows, codes)
+        self.decider.learn(logits, codes, ids, classes=classes)
+
+    def report(self, classes: np.ndarray, preset: str) -> pd.DataFrame:
+        """The decider's drift report, its classes named by ``classes``
+        (:meth:`~adaptable.core.report.drift_log.DriftLog.frame`)."""
+        return self._drift_log("report()", preset).frame(classes)
 
     def drift_summary(
         self,
+        classes: np.ndarray,
+        preset: str,
         *,
-        last_batches: int | None = None,
-        tolerance: float = 0.05,
-        deviations: float = 2.0,
-        reference: float | None = None,
+        last_batches: int | None,
+        tolerance: float,
+        deviations: float,
+        reference: float | None,
     ) -> DriftSummary:
-        """Whether the adapter still does as well on the stream as the model did on its
-        held-out source rows (default preset): the drift tests at the last batch, the
-        estimated label distribution, the objective over the stream's rows (label-corrected
-        where labels came back by row id, else the best unlabelled estimate) beside that
-        reference, and a verdict (:mod:`adaptable.core.report.drift_summary`): ``"degraded"``,
-        ``"holding"``, ``"undetermined"`` or ``"unverified"``. ``print`` it to read it.
-
-        Args:
-            last_batches: summarise only the latest batches (None: every batch since fit /
-                reset / load); a drift that began late shows sooner in a short window.
-            tolerance: the fall of the objective accepted (a fraction: 0.05 is 5 points).
-            deviations: the standard deviations a verdict needs on each side.
-            reference: the level to compare with (a fraction, taken as exact); None: the
-                model's objective on the held-out source rows, with its deviation.
-
-        Returns:
-            a :class:`~adaptable.core.report.drift_summary.DriftSummary`.
-
-        Raises:
-            ValueError: the paper preset, no batch adapted yet, ``last_batches`` below 1, or
-                a negative ``tolerance`` or ``deviations``, or a ``reference`` outside [0, 1].
-
-        Example:
-            >>> method.predict(X_batch)                          # doctest: +SKIP
-            >>> method.partial_fit(None, y_late, rows=late_ids)  # doctest: +SKIP
-            >>> print(method.drift_summary(last_batches=50))     # doctest: +SKIP
-        """
-        log = self._drift_log("drift_summary()")
+        """The drift summary of the decider's report
+        (:func:`~adaptable.core.report.drift_summary.summarise`, which checks the options)."""
         return summarise(
-            log,
+            self._drift_log("drift_summary()", preset),
             last_batches=last_batches,
             tolerance=tolerance,
             deviations=deviations,
             reference=reference,
-            source_prior=self.source_prior_,
-            classes=self.classes_,
+            source_prior=self.source_prior,
+            classes=classes,
         )
 
-    def _drift_log(self, caller: str) -> DriftLog:
-        self._check_fitted()
-        log = getattr(self.decider_, "drift_log", None)
+    def _drift_log(self, caller: str, preset: str) -> DriftLog:
+        log = getattr(self.decider, "drift_log", None)
         if log is None:
-            raise ValueError(f"adaptable: {caller} needs preset='default'; got {self.preset!r}.")
+            raise ValueError(f"adaptable: {caller} needs preset='default'; got {preset!r}.")
         return log
 
 
@@ -219,3 +176,13 @@ def _has_rows(X: Any) -> bool:
     if shape is not None:
         return len(shape) > 0 and shape[0] > 0
     return len(X) > 0
+
+
+def _row_ids(rows: Any, codes: np.ndarray) -> np.ndarray:
+    """``rows`` as one integer id per label."""
+    ids = np.asarray(rows)
+    if ids.size == 0 and ids.shape == codes.shape:
+        return ids.astype(np.int64)  # an empty list is no labels (numpy reads it as floats)
+    if ids.shape != codes.shape or not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"adaptable: rows must be {len(codes)} integer row ids, one per label.")
+    return ids

@@ -19,6 +19,7 @@ File layout (format ``adaptable.AdapTable/2``; ``/1`` files hold the paper's alg
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import math
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from adaptable.core.fitted_parts import FittedParts
 from adaptable.core.paper.calibrators import CALIBRATORS, calibrator_state, load_calibrator
 from adaptable.core.parts.contexts import LoadContext
 from adaptable.core.parts.saved_state import (
@@ -39,7 +41,9 @@ from adaptable.core.parts.saved_state import (
     is_column_name,
 )
 from adaptable.core.presets import DECIDERS, calibrator_name
-from adaptable.framework.fitted_columns import is_saved_name
+from adaptable.framework.fitted_columns import FittedColumns, is_saved_name
+from adaptable.framework.method import check_model_classes
+from adaptable.framework.model_adapter import as_logit_function
 from adaptable.values import python_value
 
 FORMAT = "adaptable.AdapTable/2"
@@ -52,18 +56,29 @@ _UNSAVED_PARAMS = ("progress",)
 
 @dataclass(frozen=True)
 class SavedAdapTable:
-    """What a file holds: the parameters and the fitted parts, checked."""
+    """What a file holds: the parameters and the fitted parts, checked.
+
+    Attributes:
+        params: every AdapTable parameter, as fitted.
+        classes: the labels, (C,).
+        parts: the fitted parts (their ``columns``: the DataFrame columns of fit, where the
+            file names them).
+        stream: the stream so far (:func:`_stream`), where the file holds it.
+    """
 
     params: dict[str, Any]
     classes: np.ndarray
-    source_prior: np.ndarray
-    encoder: Any
-    calibrator: Any
-    decider: Any
-    #: the DataFrame columns of fit, where the file names them
-    columns: pd.Index | None = None
-    #: the stream so far (:func:`_stream`), where the file holds it
+    parts: FittedParts
     stream: dict[str, Any] | None = None
+
+    def params_with(self, output: str | None) -> dict[str, Any]:
+        """The saved parameters, ``output`` replaced where given (``AdapTable.load``)."""
+        return {**self.params, **({} if output is None else {"output": output})}
+
+    def parts_with(self, model: Any, output: str) -> FittedParts:
+        """The parts, reading ``model`` (``None``: none) as ``output`` says."""
+        logits = None if model is None else as_logit_function(model, output)
+        return dataclasses.replace(self.parts, logit_function=logits)
 
 
 def write(method: Any, path: str | os.PathLike[str]) -> None:
@@ -167,14 +182,15 @@ def _saved_params(method: Any) -> dict[str, Any]:
     return saved
 
 
-def read(cls: type, path: str | os.PathLike[str]) -> SavedAdapTable:
-    """Read and check a file written by :func:`write`; ``cls`` validates the parameters.
+def read(cls: type, path: str | os.PathLike[str], model: Any = None) -> SavedAdapTable:
+    """Read and check a file written by :func:`write`; ``cls`` validates the parameters, and
+    ``model`` (where given) must name the file's classes, as fit checks.
 
     Raises:
         ValueError: not an AdapTable file (not a safetensors file: empty, truncated, of
             another kind; or no AdapTable metadata), a format it does not know, a version
             newer than this package, or a field missing, malformed or in disagreement (the
-            message names the file and the field).
+            message names the file and the field); or ``model`` names other classes.
         FileNotFoundError, IsADirectoryError: no file at ``path``.
     """
     from safetensors import SafetensorError, safe_open
@@ -200,7 +216,10 @@ def read(cls: type, path: str | os.PathLike[str]) -> SavedAdapTable:
         reader = StateReader(
             name, raw, Tensors.of_safetensors(handle), (FORMAT, *OLDER_FORMATS), __version__
         )
-        return _read_parts(reader, cls)
+        saved = _read_parts(reader, cls)
+    if model is not None:  # column j of the model must be class j of the file
+        check_model_classes(model, saved.classes, "AdapTable.load")
+    return saved
 
 
 def _read_parts(reader: StateReader, cls: type) -> SavedAdapTable:
@@ -222,10 +241,12 @@ def _read_parts(reader: StateReader, cls: type) -> SavedAdapTable:
     calibrator = load_calibrator(expected, context)
     decider = decider_class.from_state(context)
     reader.no_unexpected_tensors()
-    return SavedAdapTable(
-        params, classes, prior, encoder, calibrator, decider, _columns(reader),
-        _stream(reader, n_classes),
+    columns = _columns(reader)
+    parts = FittedParts(
+        n_classes, prior, encoder, calibrator, decider,
+        None if columns is None else FittedColumns(columns),
     )  # fmt: skip
+    return SavedAdapTable(params, classes, parts, _stream(reader, n_classes))
 
 
 def _stream_of(state: Any) -> dict[str, Any]:
