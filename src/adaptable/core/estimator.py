@@ -13,11 +13,10 @@ import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 from adaptable.core.calibrators import CALIBRATORS, fit_calibrator
 from adaptable.core.deciders import CalibratedBatch, Decision
@@ -29,10 +28,16 @@ from adaptable.core.late_labels import LateLabels
 from adaptable.core.model_adapter import as_logit_function, checked_logits, rows_checked
 from adaptable.core.parameters import InvalidParameterError, validate_parameters
 from adaptable.core.parts import FitContext, source_rows
-from adaptable.core.post_training import Progress
 from adaptable.core.presets import DECIDERS, PARAMETER_CONSTRAINTS, calibrator_name
 from adaptable.core.serialization import SavedAdapTable, read, write
 from adaptable.encoding import EncodedBatch, Encoder
+
+if TYPE_CHECKING:
+    # Annotations only: torch (and post-training, which needs it) load with the paper preset's
+    # graph calibrator or a torch model, never with the default preset on another model.
+    import torch
+
+    from adaptable.core.post_training import Progress
 
 
 @dataclass(frozen=True)
