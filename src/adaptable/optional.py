@@ -69,7 +69,8 @@ def require(module: str, *, feature: str, extra: str) -> ModuleType:
             raise
         raise MissingExtraError(
             f"{feature} needs {missing}, which is not installed. Install the {extra!r} extra: "
-            f"{command} (in a clone of the repository: pip install -e '.[{extra}]').",
+            f"{command} (in a clone of the repository: "
+            f"pip install -c constraints.txt -e '.[{extra}]').",
             name=missing,
         ) from err
 
