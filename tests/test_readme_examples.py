@@ -2,8 +2,12 @@
 
 - Its Python examples run as written, in order, in one namespace (later blocks continue the
   first), in a scratch directory with an empty model cache.
-- Its example output of ``adaptable run`` is what a fresh run prints: the command runs here
-  and every metric cell of its table must equal the README's (the timings are left out).
+- Its example output of ``adaptable run`` is what a fresh run prints: the command runs here, and
+  what does not depend on the machine must equal the README's (every line around the table,
+  the table's header, its rows in order with their dataset, shift, model, method and seeds);
+  the scores must lie within :data:`SCORE_TOLERANCE` of the README's (they move with the CPU
+  and BLAS the MLP is trained on), the gains the README shows over the unadapted model must
+  hold, and the timings are left out.
 - Its install and test commands are the ones CI runs (``.ci/run``).
 
 The examples and the main job share one model cache, so the README's MLP is trained once for
@@ -18,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +42,82 @@ def main_job_output(text: str) -> str:
     match = re.search(r"^```\n(.*?)^```", section, flags=re.S | re.M)
     assert match, "no plain code block under '## The main job'"
     return match.group(1)
+
+
+#: the main job's table: the columns that name a row, then its scores in points, then ms/row
+IDENTITY = ("dataset", "shift", "model", "method", "seeds")
+SCORES = ("F1", "bAcc", "Acc", "ECE")
+
+#: How far (points) a score of the main job may lie from the README's. The MLP is trained with
+#: torch on the CPU; another CPU or BLAS rounds its sums differently, training ends in a slightly
+#: different network, and every score follows it. EM iterates on the stream's posteriors, FTH
+#: follows them online and TENT trains the network again, so they amplify the difference: on
+#: another machine source moved by 0.1 (60.1 -> 60.2), em by 1.2 and fth by 1.9 (F1); on the
+#: README's machine with generic kernels (MKL_CBWR=COMPATIBLE, ATEN_CPU_CAPABILITY=default,
+#: ONEDNN_MAX_CPU_ISA=SSE41), every other score moved by 0.3 at most and em, fth by up to 1.3
+#: (fth's ECE 5.3 -> 6.5). So 1 point for the others and 3 for those three, a few times what
+#: was seen; the README says the same beside the table.
+SCORE_TOLERANCE = {"em": 3.0, "fth": 3.0, "tent": 3.0}
+DEFAULT_TOLERANCE = 1.0
+#: The gain over ``source`` (F1) the README shows must keep at least this share on any machine,
+#: for each method whose gain there exceeds the default tolerance: so that adaptable switched
+#: off (its row equal to source's) fails even where the source model itself moved.
+GAIN_KEPT = 0.5
+
+
+@dataclass(frozen=True)
+class MainJob:
+    """``adaptable run``'s output, split into what a machine cannot change and the scores."""
+
+    lines: tuple[str, ...]  # every line but the table's rows, their timings blanked
+    rows: tuple[tuple[str, ...], ...]  # each row's IDENTITY cells, in order
+    scores: dict[str, dict[str, float]]  # method -> score column -> points
+    timings: dict[str, float]  # method -> ms/row
+
+    @classmethod
+    def read(cls, output: str) -> MainJob:
+        lines, rows, scores, timings = [], [], {}, {}
+        for line in output.strip().splitlines():
+            if not line.startswith("| ") or line.startswith("| dataset "):
+                lines += without_timings(line)
+                continue
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            assert len(cells) == len(IDENTITY) + len(SCORES) + 1, line
+            identity = dict(zip(IDENTITY, cells, strict=False))
+            rows.append(tuple(identity.values()))
+            values = cells[len(IDENTITY) : len(IDENTITY) + len(SCORES)]
+            scores[identity["method"]] = dict(zip(SCORES, map(float, values), strict=True))
+            timings[identity["method"]] = float(cells[-1])
+        return cls(tuple(lines), tuple(rows), scores, timings)
+
+
+def main_job_differences(expected: str, actual: str) -> list[str]:
+    """What in ``actual`` (a run's output) disagrees with ``expected`` (the README's) beyond
+    what a machine may change; empty where the README holds."""
+    want, got = MainJob.read(expected), MainJob.read(actual)
+    problems = []
+    if got.lines != want.lines:
+        problems.append(f"the lines around the table differ: {got.lines} != {want.lines}")
+    if got.rows != want.rows:
+        problems.append(f"the table's rows differ: {got.rows} != {want.rows}")
+        return problems
+    problems += [f"{m}: ms/row {t} is not positive" for m, t in got.timings.items() if t <= 0]
+    for method, scores in want.scores.items():
+        tolerance = SCORE_TOLERANCE.get(method, DEFAULT_TOLERANCE)
+        for column, value in scores.items():
+            if abs(got.scores[method][column] - value) > tolerance + 1e-9:  # one-decimal cells
+                problems.append(
+                    f"{method} {column}: {got.scores[method][column]} is more than {tolerance} "
+                    f"from the README's {value}"
+                )
+        gain = scores["F1"] - want.scores["source"]["F1"]
+        if method != "source" and gain > DEFAULT_TOLERANCE:
+            got_gain = got.scores[method]["F1"] - got.scores["source"]["F1"]
+            if got_gain < GAIN_KEPT * gain:
+                problems.append(
+                    f"{method} gains {got_gain:.1f} F1 over source; the README shows {gain:.1f}"
+                )
+    return problems
 
 
 def without_timings(output: str) -> list[str]:
@@ -67,6 +148,50 @@ def test_the_blocks_are_found() -> None:
     assert any("partial_fit(" in block and "report()" in block for block in blocks)
     assert python_blocks("text\n```python\nx = 1\n```\n```bash\nls\n```\n") == ["x = 1\n"]
     assert "9 experiments (0 already in the results store" in main_job_output(text)
+
+
+def test_the_main_job_comparison_allows_what_a_machine_changes_and_nothing_else() -> None:
+    readme = main_job_output(README.read_text())
+    assert main_job_differences(readme, readme) == []
+    assert MainJob.read(readme).rows[0] == ("hospital_readmission", "natural", "mlp", "source", "1")
+
+    def edited(method: str, column: str, delta: float, text: str = readme) -> str:
+        """``text`` with one score of one method moved by ``delta`` points."""
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            cells = line.split("|")
+            if len(cells) > 5 and cells[4].strip() == method:
+                position = 1 + len(IDENTITY) + SCORES.index(column)
+                cells[position] = f" {float(cells[position]) + delta:.1f} "
+                lines[i] = "|".join(cells)
+        return "\n".join(lines)
+
+    # what another machine gave: within the tolerances
+    other = edited("em", "F1", -1.2, edited("fth", "F1", -1.9, edited("source", "F1", 0.1)))
+    assert main_job_differences(readme, other) == []
+    # a peer moving by more than its tolerance; an output-only method moving by more than 1
+    assert main_job_differences(readme, edited("tent", "ECE", 3.2))
+    assert main_job_differences(readme, edited("balanced", "bAcc", -1.2))
+    # adaptable switched off: its row is source's
+    source = MainJob.read(readme).scores["source"]
+    off = readme
+    for column in SCORES:
+        off = edited(
+            "adaptable", column, source[column] - MainJob.read(off).scores["adaptable"][column], off
+        )
+    assert MainJob.read(off).scores["adaptable"] == source
+    assert any("adaptable" in problem for problem in main_job_differences(readme, off))
+    # the source model better by 0.8 and adaptable worse by 0.8: each within 1, the gain halved
+    squeezed = edited("adaptable", "F1", -0.8, edited("source", "F1", 0.8))
+    assert main_job_differences(readme, squeezed) == [
+        "adaptable gains 0.2 F1 over source; the README shows 1.8"
+    ]
+    # a row renamed, dropped or moved; a line around the table changed
+    assert main_job_differences(readme, readme.replace("| bbse |", "| bbse[x] |"))
+    assert main_job_differences(readme, readme.replace("| 1 | 58.6", "| 3 | 58.6"))
+    no_tent = "\n".join(line for line in readme.splitlines() if "| tent |" not in line)
+    assert main_job_differences(readme, no_tent)
+    assert main_job_differences(readme, readme.replace("0 failed", "1 failed"))
 
 
 def test_timings_are_what_the_comparison_leaves_out() -> None:
@@ -127,7 +252,8 @@ def test_the_readme_examples_run(
 
 def test_the_main_job_prints_what_the_readme_shows(tmp_path: Path, model_cache: Path) -> None:
     """``adaptable run`` with no arguments, as a new user runs it (in an empty folder, so that
-    its results store is new); the README's block must match it cell for cell."""
+    its results store is new); the README's block must match it as
+    :func:`main_job_differences` says."""
     # The README shows a CPU run; where CUDA is visible, `run` would train the MLP there, whose
     # figures can differ in the last digit.
     env = {**os.environ, "ADAPTABLE_CACHE_DIR": str(model_cache), "CUDA_VISIBLE_DEVICES": ""}
@@ -141,8 +267,10 @@ def test_the_main_job_prints_what_the_readme_shows(tmp_path: Path, model_cache: 
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    expected = without_timings(main_job_output(README.read_text()))
-    assert without_timings(done.stdout) == expected, (
-        "the README's output of `adaptable run` is out of date; paste what a fresh run prints:\n"
+    problems = main_job_differences(main_job_output(README.read_text()), done.stdout)
+    assert not problems, (
+        "the README's output of `adaptable run` is out of date ("
+        + "; ".join(problems)
+        + "); paste what a fresh run prints:\n"
         + done.stdout
     )

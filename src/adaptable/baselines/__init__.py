@@ -13,6 +13,8 @@ registry, :func:`adaptable.methods.create`.
   :class:`OnlineGradientDescent` (``ogd``) and :class:`FLHFTL` (``flh_ftl``), any model.
 """
 
+# First (it sorts first too): on a core install, the error that names the extra.
+from adaptable.baselines import _extra  # noqa: F401
 from adaptable.baselines.bbse import BBSE, bbse_prior, confusion_joint, confusion_soft
 from adaptable.baselines.bcts import BiasCorrectedTemperature, fit_bcts
 from adaptable.baselines.eata import EATA

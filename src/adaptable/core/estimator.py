@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import pandas as pd
-import torch
 
 from adaptable.core.adapter_state import AdapTableState
 from adaptable.core.batch_input import BatchInput
 from adaptable.core.fitted_parts import FittedParts, fit_parts
 from adaptable.core.label_intake import LabelIntake
-from adaptable.core.paper.post_training import Progress
 from adaptable.core.parts.decider import CalibratedBatch, Decision
 from adaptable.core.parts.earlier_pickles import with_added_attributes
 from adaptable.core.persistence.save_file import read, write
@@ -46,6 +44,13 @@ __all__ = ["AdapTable", "AdapTableState"]
 
 #: what the estimator builds on its own fields (:meth:`AdapTable._wire`), left out of its pickle
 _WIRED = ("_input", "_intake")
+
+if TYPE_CHECKING:
+    # Annotations only: torch (and post-training, which needs it) load with the paper preset's
+    # graph calibrator or a torch model, never with the default preset on another model.
+    import torch
+
+    from adaptable.core.paper.post_training import Progress
 
 
 class AdapTable(TestTimeMethod):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,6 @@ import pandas as pd
 from adaptable.core.batch_input import is_sparse
 from adaptable.core.paper.calibrators import CALIBRATORS, Calibrator, fit_calibrator
 from adaptable.core.paper.label_handler import source_prior
-from adaptable.core.paper.post_training import Progress
 from adaptable.core.parts.contexts import FitContext, source_rows
 from adaptable.core.parts.decider import Decider
 from adaptable.core.presets import DECIDERS, calibrator_name
@@ -29,6 +28,10 @@ from adaptable.encoding import Encoder
 from adaptable.framework.fitted_columns import FittedColumns
 from adaptable.framework.method import SourceData
 from adaptable.framework.model_adapter import LogitFunction, as_logit_function, rows_checked
+
+if TYPE_CHECKING:
+    # post-training needs torch, which the default preset never loads
+    from adaptable.core.paper.post_training import Progress
 
 
 @dataclass(frozen=True)

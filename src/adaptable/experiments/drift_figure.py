@@ -46,11 +46,15 @@ import pandas as pd
 from adaptable.core.report.drift_log import report_classes
 from adaptable.core.report.drift_summary import MIN_LABELLED
 from adaptable.experiments.plots import save_figure
+from adaptable.optional import require
 
 
 def _pyplot() -> Any:
-    import matplotlib
-
+    matplotlib = require(
+        "matplotlib",
+        feature="The drift figure (--drift-figure, adaptable drift --figure)",
+        extra="plots",
+    )
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 

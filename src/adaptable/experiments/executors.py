@@ -16,6 +16,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any
 
 from adaptable.experiments.process import exit_with_parent, ignore_interrupts, limit_threads
+from adaptable.optional import require
 
 #: how long stopped workers get to exit before they are killed (seconds)
 _STOP_GRACE = 5.0
@@ -172,12 +173,7 @@ class RayExecutor:
     def __init__(
         self, address: str | None = None, workers: int | None = None, max_in_flight: int = 64
     ) -> None:
-        try:
-            import ray
-        except ImportError as err:
-            raise ImportError(
-                "the Ray executor needs ray: pip install 'adaptable-tta[ray]'"
-            ) from err
+        ray = require("ray", feature="The Ray executor (--executor ray)", extra="ray")
         self._ray = ray
         self._started_here = False
         if not ray.is_initialized():

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 import adaptable.experiments.metrics as _metrics
+from adaptable.optional import require
 
 #: the smallest macro-F1 range (points) the sensitivity figure's y axis shows
 SENSITIVITY_MIN_SPAN = 2.0
@@ -49,8 +50,7 @@ _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def _pyplot() -> Any:
-    import matplotlib
-
+    matplotlib = require("matplotlib", feature="The figures (adaptable plot)", extra="plots")
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 

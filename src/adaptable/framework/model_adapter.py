@@ -25,10 +25,14 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
+
+from adaptable.optional import loaded
+
+if TYPE_CHECKING:
+    import torch
 
 #: what a model gives, for ``output=``: detect, logits, or probabilities
 OUTPUTS = ("auto", "logits", "proba")
@@ -123,7 +127,7 @@ def as_logit_function(model: Any, output: str = "auto") -> LogitFunction:
     """
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {OUTPUTS}; got {output!r}.")
-    if isinstance(model, torch.nn.Module):
+    if _is_torch(model, "nn.Module"):
         reader = "torch_proba" if output == "proba" else "torch"
         return LogitFunction(model, reader, "torch module")
     if output != "proba" and callable(getattr(model, "predict_logits", None)):
@@ -145,8 +149,23 @@ def as_logit_function(model: Any, output: str = "auto") -> LogitFunction:
     )
 
 
+def _is_torch(value: Any, kind: str) -> bool:
+    """Whether ``value`` is a ``torch.<kind>`` (``"Tensor"``, ``"nn.Module"``), without importing
+    torch: an object can only be one where torch is imported already, and the callers without
+    torch (any other model) should not pay its import."""
+    torch = loaded("torch")
+    if torch is None:
+        return False
+    cls: Any = torch
+    for part in kind.split("."):
+        cls = getattr(cls, part)
+    return isinstance(value, cls)
+
+
 def _torch_call(module: torch.nn.Module, X: Any) -> np.ndarray:
     """Eval mode for the forward pass (the source model is frozen), then the caller's mode back."""
+    import torch  # loaded: the caller holds a torch module
+
     was_training = module.training
     # the rows go where the weights are, in their precision where they all share one (a
     # .double() or bfloat16 module); float32 for a module of mixed precisions
@@ -172,8 +191,10 @@ def _torch_call(module: torch.nn.Module, X: Any) -> np.ndarray:
     return out.detach().to("cpu", torch.float64).numpy()
 
 
-def _as_float_tensor(X: Any, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def _as_float_tensor(X: Any, dtype: torch.dtype) -> torch.Tensor:
     """``X`` as a tensor of ``dtype`` (float32 or float64), made without a float32 detour."""
+    import torch  # loaded: only a torch module's rows become a tensor
+
     if isinstance(X, torch.Tensor):
         return X.to(dtype)
     numpy_dtype = np.float64 if dtype == torch.float64 else np.float32
@@ -208,8 +229,8 @@ def _binary_margin(margin: np.ndarray) -> np.ndarray:
 
 
 def _to_numpy(values: Any) -> np.ndarray:
-    if isinstance(values, torch.Tensor):
-        return values.detach().to("cpu", torch.float64).numpy()
+    if _is_torch(values, "Tensor"):
+        return values.detach().cpu().double().numpy()
     return np.asarray(values, dtype=np.float64)
 
 
@@ -263,7 +284,7 @@ def checked_logits(
 ) -> np.ndarray:
     """``logits`` as float64 (n, C), n >= 1, all finite, and n == ``n_rows`` where given (the
     rows the model was handed); or a ValueError saying what is wrong."""
-    if isinstance(logits, torch.Tensor):
+    if _is_torch(logits, "Tensor"):
         logits = logits.detach().cpu().numpy()
     logits = np.asarray(logits, dtype=np.float64)
     if logits.ndim != 2 or logits.shape[1] != n_classes:

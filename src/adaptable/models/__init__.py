@@ -8,6 +8,9 @@ and a cache of trained models.
 (64, 2)
 """
 
+# First (it sorts first too): on a core install, the error that names the extra, rather than
+# torch's bare ModuleNotFoundError from whichever module below imports it first.
+from adaptable.models import _extra  # noqa: F401
 from adaptable.models.autoint import AutoInt
 from adaptable.models.base import Backbone
 from adaptable.models.cache import CACHE_ENV, CODE_VERSION, default_cache_dir

@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from adaptable.encoding import Encoder
+from adaptable.optional import require
 from adaptable.values import python_value
 
 # The paper's grids. "lr: {0.01, 0.01 + (1 - 0.01) / 19, ..., 1}" is 20 evenly spaced values.
@@ -321,7 +322,7 @@ class XGBoost(SupervisedModel):
     def _fit(
         self, X: pd.DataFrame, y: np.ndarray, valid: tuple[pd.DataFrame, np.ndarray] | None
     ) -> None:
-        from xgboost import XGBClassifier
+        XGBClassifier = _booster("xgboost").XGBClassifier
 
         _require_all_classes(y, self.n_classes, self.name)
         stopping = EARLY_STOPPING_ROUNDS[self.name] if valid is not None else None
@@ -360,7 +361,7 @@ class XGBoost(SupervisedModel):
         return True
 
     def load_native(self, directory: Path) -> None:
-        from xgboost import XGBClassifier
+        XGBClassifier = _booster("xgboost").XGBClassifier
 
         self.estimator = XGBClassifier(n_jobs=1, enable_categorical=True)
         self.estimator.load_model(directory / self.native_file)
@@ -394,7 +395,7 @@ class CatBoost(SupervisedModel):
     def _fit(
         self, X: pd.DataFrame, y: np.ndarray, valid: tuple[pd.DataFrame, np.ndarray] | None
     ) -> None:
-        from catboost import CatBoostClassifier
+        CatBoostClassifier = _booster("catboost").CatBoostClassifier
 
         _require_all_classes(y, self.n_classes, self.name)
         iterations = int(self.params.get("iterations", 1000))
@@ -442,7 +443,7 @@ class CatBoost(SupervisedModel):
         return True
 
     def load_native(self, directory: Path) -> None:
-        from catboost import CatBoostClassifier
+        CatBoostClassifier = _booster("catboost").CatBoostClassifier
 
         self.estimator = CatBoostClassifier(thread_count=1)
         self.estimator.load_model(str(directory / self.native_file), format="cbm")
@@ -645,3 +646,12 @@ def _is_missing(value: object) -> bool:
         return bool(pd.isna(value))
     except (TypeError, ValueError):
         return False
+
+
+def _booster(module: str) -> Any:
+    """``xgboost`` or ``catboost``, imported when a model of theirs is fitted or loaded, or the
+    error naming the ``boosters`` extra."""
+    name = {"xgboost": "XGBoost", "catboost": "CatBoost"}[module]
+    return require(
+        module, feature=f"The {name} source model (models.train({module!r}, ...))", extra="boosters"
+    )

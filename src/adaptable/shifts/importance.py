@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from adaptable.datasets import ShiftDataset
+from adaptable.optional import require
 
 Kind = Literal["numerical", "categorical"]
 
@@ -74,7 +75,11 @@ def most_important_column(dataset: ShiftDataset, kind: Kind, seed: int) -> Colum
     Raises:
         ValueError: the dataset has no column of ``kind``.
     """
-    from xgboost import XGBClassifier
+    XGBClassifier = require(
+        "xgboost",
+        feature="The numerical and categorical column shifts (XGBoost ranks the columns)",
+        extra="boosters",
+    ).XGBClassifier
 
     if kind not in ("numerical", "categorical"):
         raise ValueError(f"kind must be 'numerical' or 'categorical'; got {kind!r}")

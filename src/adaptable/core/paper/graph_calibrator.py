@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from numbers import Integral, Real
-from typing import Any, ClassVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import torch
 
-from adaptable.core.paper.graph_network import ShiftAwareCalibrator
 from adaptable.core.paper.graph_numpy_forward import CompleteGraphKernel
-from adaptable.core.paper.post_training import PostTrainingReport, Rows, class_weights, post_train
 from adaptable.core.paper.shift_trend import (
     ADJACENCIES,
     ColumnLayout,
@@ -28,6 +26,16 @@ from adaptable.core.parts.contexts import FitContext, LoadContext, PartState
 from adaptable.encoding import EncodedBatch
 from adaptable.framework.parameters import Constraint, Interval, StrOptions
 from adaptable.framework.probability import softmax
+from adaptable.optional import require
+
+if TYPE_CHECKING:
+    from adaptable.core.paper.graph_network import ShiftAwareCalibrator
+    from adaptable.core.paper.post_training import PostTrainingReport
+
+# The network, its post-training and its loading are torch; the class itself (its name and
+# parameters, which the calibrator registry and AdapTable's parameter checks read) is not, so
+# that the default preset imports and runs without torch. Every way to a GraphCalibrator
+# (fit_source, from_state, or a network in hand) goes through torch.
 
 #: network tensors derived from the layout and the source statistics (checked on load)
 _DERIVED = ("block_of_column", "code_of_column", "category_mean")
@@ -98,7 +106,13 @@ class GraphCalibrator:
         Args:
             context: the source data; ``context.encoder`` must be fitted.
             params: at least the parameters this part owns.
+
+        Raises:
+            MissingExtraError: torch is not installed (the ``torch`` extra).
         """
+        torch = _torch()  # first: a core install fails before the inputs are built
+        from adaptable.core.paper.post_training import class_weights, post_train
+
         source = context.source
         layout = ColumnLayout.from_encoder(context.encoder)
         encoded_source = context.encoder.encode(source.X)
@@ -138,6 +152,10 @@ class GraphCalibrator:
         """T_i for every row, (n,)."""
         if self.kernel is not None:
             return self.kernel(trend.numeric, trend.category_index, logits)
+        import torch  # loaded: the network is a torch module
+
+        from adaptable.core.paper.post_training import Rows
+
         graphs = Rows.from_arrays(trend, logits).pack(self.net.width)
         with torch.inference_mode():
             t = self.net(graphs.numeric, graphs.category_index, graphs.logits, graphs.mask)
@@ -173,7 +191,9 @@ class GraphCalibrator:
 
         Raises:
             ValueError: naming the field that is missing, malformed or disagrees.
+            MissingExtraError: torch is not installed (the ``torch`` extra).
         """
+        torch = _torch()
         reader, params = context.reader, context.params
         try:
             layout = ColumnLayout.from_dict(reader.field("layout", dict))
@@ -206,6 +226,16 @@ class GraphCalibrator:
         return cls(net, layout, statistics)
 
 
+def _torch() -> ModuleType:
+    """torch, or the error naming the feature and the extra that installs it."""
+    return require(
+        "torch",
+        feature="The paper preset's shift-aware graph calibrator (AdapTable(preset='paper') or "
+        "calibrator='gnn'; fitting it, or loading an adapter saved with it)",
+        extra="torch",
+    )
+
+
 def complete_graph_kernel(net: ShiftAwareCalibrator) -> CompleteGraphKernel:
     """The numpy kernel of a complete-graph network: its weights copied out in float64.
 
@@ -214,6 +244,8 @@ def complete_graph_kernel(net: ShiftAwareCalibrator) -> CompleteGraphKernel:
     """
     if net.adjacency != "complete":
         raise ValueError(f"Only the complete graph has a numpy kernel; got {net.adjacency!r}.")
+    import torch  # loaded: the network is a torch module
+
     with torch.no_grad():
         projection = net.category_projection.double().numpy()
         weight = net.head.weight[0].double().numpy()
@@ -234,6 +266,8 @@ def _network(
     layout: ColumnLayout, statistics: SourceStatistics, n_classes: int, params: dict[str, Any]
 ) -> ShiftAwareCalibrator:
     """g_phi for ``layout``, shaped by the calibrator's parameters (fit and load build the same)."""
+    from adaptable.core.paper.graph_network import ShiftAwareCalibrator
+
     return ShiftAwareCalibrator.for_layout(
         layout,
         statistics,

@@ -14,12 +14,16 @@ This module also holds the two adjacencies of the shift trend graph (:data:`ADJA
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from adaptable.encoding import EncodedBatch
+
+if TYPE_CHECKING:
+    # The adjacencies below run inside g_phi's torch network only; the shift trend itself is
+    # numpy, read by every calibrator, so importing this module imports no torch.
+    import torch
 
 #: adjacency of the shift trend graph: the paper's all-ones, or the authors' final |correlation|
 ADJACENCIES = ("complete", "correlation")
@@ -172,6 +176,8 @@ def correlation_adjacency(values: torch.Tensor, mask: torch.Tensor) -> torch.Ten
     Returns:
         (B, D, D) adjacency.
     """
+    import torch  # loaded: the caller holds tensors
+
     weight = mask.to(values.dtype).unsqueeze(-1)  # (B, N, 1)
     count = weight.sum(dim=1, keepdim=True).clamp_min(1.0)
     centred = (values - (values * weight).sum(dim=1, keepdim=True) / count) * weight
@@ -185,6 +191,8 @@ def correlation_adjacency(values: torch.Tensor, mask: torch.Tensor) -> torch.Ten
 
 def normalized_adjacency(adjacency: torch.Tensor) -> torch.Tensor:
     """GCN normalisation with self-loops: D^-1/2 (A + I) D^-1/2 for A with an empty diagonal."""
+    import torch  # loaded: the caller holds tensors
+
     eye = torch.eye(adjacency.shape[-1], dtype=adjacency.dtype, device=adjacency.device)
     a_hat = adjacency + eye
     inv_sqrt = a_hat.sum(dim=-1).rsqrt()

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 from adaptable.framework.method import SourceData
+from adaptable.optional import loaded
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -123,6 +123,8 @@ def source_rows(source: SourceData) -> Any:
 def _as_frame(X: Any) -> pd.DataFrame:
     if isinstance(X, pd.DataFrame):
         return X
-    if isinstance(X, torch.Tensor):
+    # Rows can only be a torch tensor where torch is imported: no import for anyone else.
+    torch = loaded("torch")
+    if torch is not None and isinstance(X, torch.Tensor):
         X = X.detach().cpu().numpy()
     return pd.DataFrame(np.asarray(X))
