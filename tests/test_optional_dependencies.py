@@ -320,3 +320,20 @@ def test_every_require_names_an_extra_that_holds_its_library() -> None:
             continue
         top = module.split(".")[0]
         assert DISTRIBUTION.get(top, top).lower() in _names(extras[extra]), (file, module, extra)
+
+
+def test_the_command_names_a_missing_extra_in_one_line(tmp_path: Path) -> None:
+    found = run_python(
+        blocked(*EXTRA_MODULES),
+        f"""
+        import contextlib, io, json
+        from adaptable.cli import main
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = main(["run", "--results", {str(tmp_path / "store")!r}])
+        print(json.dumps({{"code": code, "err": err.getvalue()}}))
+        """,
+    )
+    assert found["code"] == 1
+    assert "Traceback" not in found["err"]
+    assert "pip install 'adaptable-tta[torch]'" in found["err"], found["err"]

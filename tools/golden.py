@@ -33,6 +33,8 @@ import numpy as np
 import pandas as pd
 
 BATCH = 64
+#: fields of a runner record that differ from run to run by design (when, where, how fast)
+VOLATILE = ("timing", "finished_at", "started_at", "pid", "host")
 BATCHES = 40
 
 
@@ -191,7 +193,8 @@ def runner_cases(data_dir: str | None, cache_dir: str) -> dict[str, Any]:
     )
     for spec in specs:
         record = run_experiment(spec, context)
-        record.pop("timing", None)
+        for volatile in VOLATILE:
+            record.pop(volatile, None)
         out[f"runner/{spec.key}"] = record
     return out
 
@@ -218,7 +221,7 @@ def _differences(a: Any, b: Any, where: str) -> Iterator[str]:
             yield where
         return
     if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b), key=str):
+        for key in sorted((set(a) | set(b)) - set(VOLATILE), key=str):
             if key not in a or key not in b:
                 yield f"{where}/{key} (only in one)"
             else:

@@ -20,6 +20,7 @@ from adaptable.cli.commands.run import run_command
 from adaptable.cli.parser import build_parser
 from adaptable.experiments.components import Components
 from adaptable.experiments.report import count
+from adaptable.optional import MissingExtraError
 
 #: exit status after Ctrl-C, as a shell reports a command ended by SIGINT (128 + 2)
 EXIT_INTERRUPTED = 130
@@ -34,6 +35,10 @@ def main(argv: list[str] | None = None, components: Components | None = None) ->
         argv: arguments (default: ``sys.argv[1:]``).
         components: dataset / model / method / shift providers
             (:class:`~adaptable.experiments.components.Components`); tests pass small doubles.
+
+    Returns:
+        the exit status: 0, 1 on an error reported in one line (a missing optional
+        dependency among them), 2 on a usage error, :data:`EXIT_INTERRUPTED` after Ctrl-C.
     """
     try:
         code = _dispatch(argv, components)
@@ -45,6 +50,10 @@ def main(argv: list[str] | None = None, components: Components | None = None) ->
         if not _stdout_reader_gone():
             raise
         _silence_stdout()
+        return 1
+    except MissingExtraError as err:
+        # a feature of the light install's missing extras: its message says what to install
+        print(f"adaptable: {err}", file=sys.stderr)
         return 1
 
 
