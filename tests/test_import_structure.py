@@ -217,7 +217,7 @@ def test_the_rules_catch_planted_violations(tmp_path: Path) -> None:
     (package / "core" / "__init__.py").write_text("")
     (package / "core" / "bad.py").write_text(
         "def f():\n    from adaptable.datasets import load\n"
-        "from adaptable.experiments.runner import _dataset\n"
+        "from adaptable.experiments.components import _dataset\n"
         "from ..baselines import _common\n"
         "import adaptable.shifts._common\n"
         "from adaptable import __version__\n"
@@ -225,14 +225,14 @@ def test_the_rules_catch_planted_violations(tmp_path: Path) -> None:
     imports = _imports(package)
     assert {(i.target, i.name) for i in imports} == {
         ("adaptable.datasets", "load"),
-        ("adaptable.experiments.runner", "_dataset"),
+        ("adaptable.experiments.components", "_dataset"),
         ("adaptable.baselines", "_common"),
         ("adaptable.shifts._common", None),
         ("adaptable", "__version__"),
     }
     assert len(_core_violations(imports)) == 4  # all but __version__
     assert _private_imports(imports) == {
-        ("adaptable.core.bad", "adaptable.experiments.runner._dataset"),
+        ("adaptable.core.bad", "adaptable.experiments.components._dataset"),
         ("adaptable.core.bad", "adaptable.baselines._common"),
         ("adaptable.core.bad", "adaptable.shifts._common"),
     }

@@ -119,14 +119,14 @@ def test_every_package_name_a_script_imports_exists_and_is_public(path: Path) ->
 def test_the_check_catches_a_missing_and_a_private_name(tmp_path: Path) -> None:
     script = tmp_path / "script.py"
     script.write_text(
-        "from adaptable.experiments.runner import get_dataset\n"
+        "from adaptable.experiments.components import get_dataset\n"
         "def dump():\n"
-        "    from adaptable.experiments.runner import _dataset\n"
+        "    from adaptable.experiments.components import _dataset\n"
         "    from adaptable.core import no_such_name\n"
         "import adaptable.no_such_module\n"
     )
     problems = _problems(script, root=tmp_path)
     assert len(problems) == 4  # _dataset: private and missing; no_such_name; no_such_module
-    assert any("private adaptable.experiments.runner._dataset" in p for p in problems)
+    assert any("private adaptable.experiments.components._dataset" in p for p in problems)
     assert any("has no no_such_name" in p for p in problems)
     assert any("adaptable.no_such_module does not import" in p for p in problems)
