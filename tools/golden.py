@@ -187,7 +187,7 @@ def runner_cases(data_dir: str | None, cache_dir: str) -> dict[str, Any]:
     for spec in specs:
         record = run_experiment(spec, context)
         record.pop("timing", None)
-        out[f"runner/{spec.key()}"] = record
+        out[f"runner/{spec.key}"] = record
     return out
 
 
