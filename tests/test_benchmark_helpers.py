@@ -44,7 +44,7 @@ def test_anchors_are_named_with_options_and_run_at_every_share(feedback) -> None
         "labelled_refit",
         {"target_weight": "plain", "ramp_labels": 250},
     )
-    anchors = [("labelled_prior", {}), ("labelled_refit", {"target_weight": "plain"})]
+    anchors = [("labelled_prior", {}), ("labelled_refit", {"target_weight": "ramp"})]
     specs = feedback.specs_for(("development", "heloc", "natural"), "logreg", 0, [0.01, 0.05],
                                [10], anchors=anchors)  # fmt: skip
     labelled = [(s.method, s.option_dict) for s in specs if s.feedback is not None]

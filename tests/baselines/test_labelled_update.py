@@ -61,8 +61,9 @@ def recovered_share(cls, concept_shift, **params) -> float:
     return (macro_f1(method, Xt[test], yt[test]) - source) / (target - source)
 
 
-def test_the_refit_recovers_most_of_a_concept_shift(concept_shift) -> None:
-    assert recovered_share(LabelledRefit, concept_shift) >= 0.8
+@pytest.mark.parametrize("target_weight", ["plain", "ramp"])
+def test_the_refit_recovers_most_of_a_concept_shift(target_weight, concept_shift) -> None:
+    assert recovered_share(LabelledRefit, concept_shift, target_weight=target_weight) >= 0.8
     # the refit does it, not the decision rule: without the refit (no label reaches the
     # schedule's first step) nothing is recovered
     assert recovered_share(LabelledRefit, concept_shift, min_labelled=5000) < 0.2
@@ -135,7 +136,7 @@ def test_target_rows_weigh_as_the_weighting_says(target_weight, expected, concep
 def test_a_pipeline_gets_the_weights_through_its_last_step(concept_shift) -> None:
     _, Xs, ys, Xt, yt = concept_shift
     model = make_pipeline(StandardScaler(), WeightRecorder()).fit(Xs, ys)
-    method = LabelledRefit(ramp_labels=100).fit(model, Xs, ys)
+    method = LabelledRefit(target_weight="ramp", ramp_labels=100).fit(model, Xs, ys)
     method.partial_fit(Xt[:40], yt[:40])
     np.testing.assert_allclose(method.refitted_[-1].seen_weights_[3000:], 3000 / 100)
 
@@ -143,7 +144,7 @@ def test_a_pipeline_gets_the_weights_through_its_last_step(concept_shift) -> Non
 def test_a_model_without_row_weights_gets_repeated_rows(concept_shift) -> None:
     _, Xs, ys, Xt, yt = concept_shift
     model = KNeighborsClassifier(n_neighbors=5).fit(Xs, ys)
-    method = LabelledRefit(ramp_labels=1000).fit(model, Xs, ys)
+    method = LabelledRefit(target_weight="ramp", ramp_labels=1000).fit(model, Xs, ys)
     method.partial_fit(Xt[:40], yt[:40])
     # w = 3000 / 1000 = 3: each of the 40 target rows three times beside the 3000 source rows
     assert method.refitted_.n_samples_fit_ == 3000 + 3 * 40
