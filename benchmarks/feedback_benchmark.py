@@ -27,6 +27,18 @@ Usage::
 
 ``--variants`` adds the adapter with other options (``name=value``, several joined by ``,``),
 without labels and at every share and delay, as rows named ``adaptable[options]``.
+
+``--anchors`` names the anchors run at every share and delay (default: the three above), each
+with options as ``name[option=value,...]``; the anchors that update the model are opt-in::
+
+    python benchmarks/feedback_benchmark.py --roles development --models logreg \
+        --shares 0.05 --delays 10 --scenarios natural \
+        --anchors labelled_recalibration labelled_prior labelled_online labelled_refit \
+        labelled_patch --better-of labelled_refit
+
+``--scenarios`` keeps only those scenarios (``natural``: the domain splits), and
+``--better-of NAME`` adds a row, per case the better of ``adaptable`` and the anchor ``NAME``
+on the same labels (a per-case oracle choice between the two, a reference only).
 """
 
 from __future__ import annotations
@@ -49,6 +61,8 @@ from adaptable.experiments.store import ResultStore
 from adaptable.experiments.sweep import run_sweep
 
 ANCHORS = ("labelled_recalibration", "labelled_prior", "labelled_online")
+#: anchors that use the labels to update the model (``--anchors``; not run by default)
+UPDATING_ANCHORS = ("labelled_refit", "labelled_patch")
 REFERENCES = ("source", "adaptable", "balanced", "oracle_prior")
 #: streams at least this many batches long receive enough labels to judge feedback on
 LONG_STREAM = 20
@@ -70,9 +84,13 @@ def specs_for(
     shares: list[float],
     delays: list[int],
     variants: list[dict[str, Any]] = (),
+    anchors: list[tuple[str, dict[str, Any]]] | None = None,
 ) -> list[ExperimentSpec]:
     """Every experiment of one cell: the references and the variants without labels, then per
-    (delay, share) the adapter with feedback, its variants and the anchors."""
+    (delay, share) the adapter with feedback, its variants and the anchors (``anchors``:
+    (name, options) pairs; ``None``: :data:`ANCHORS` with their defaults)."""
+    if anchors is None:
+        anchors = [(a, {}) for a in ANCHORS]
     _, dataset, scenario = cell
     out = [ExperimentSpec(dataset, scenario, model, name, seed) for name in REFERENCES]
     out += [ExperimentSpec(dataset, scenario, model, "adaptable", seed, v) for v in variants]
@@ -81,7 +99,7 @@ def specs_for(
             if share == 0:
                 continue
             labelled = [("adaptable", {})] + [("adaptable", v) for v in variants]
-            for name, options in labelled + [(a, {}) for a in ANCHORS]:
+            for name, options in labelled + list(anchors):
                 out.append(
                     ExperimentSpec(
                         dataset,
@@ -108,6 +126,13 @@ def parse_variant(text: str) -> dict[str, Any]:
         except json.JSONDecodeError:
             options[name.strip()] = value.strip()
     return options
+
+
+def parse_anchor(text: str) -> tuple[str, dict[str, Any]]:
+    """``"labelled_refit[target_weight=plain]"`` -> (name, options); a bare name: no options."""
+    name, _, inside = text.partition("[")
+    options = parse_variant(inside.rstrip("]")) if inside.strip("]") else {}
+    return name.strip(), options
 
 
 def method_name(spec: dict[str, Any]) -> str:
@@ -155,12 +180,30 @@ def gains(records: list[dict[str, Any]], cell_role: dict[tuple[str, str], str]) 
     return out
 
 
+def add_better_of(table: dict, anchor: str, shares: list[float], delays: list[int]) -> str:
+    """Add to every case of ``table`` the row ``better of adaptable / anchor`` per share and
+    delay: the larger of the two rows' gains (each a mean over seeds). Returns its base name."""
+    name = f"better of adaptable / {anchor}"
+    for row, _ in table.values():
+        for delay in delays:
+            for share in shares:
+                tail = f" {100 * share:g}% d{delay}"
+                if share and f"adaptable{tail}" in row and f"{anchor}{tail}" in row:
+                    row[f"{name}{tail}"] = max(row[f"adaptable{tail}"], row[f"{anchor}{tail}"])
+    return name
+
+
 def summary_table(
-    table: dict, shares: list[float], delays: list[int], variants: list[str] = ()
+    table: dict,
+    shares: list[float],
+    delays: list[int],
+    variants: list[str] = (),
+    anchors: list[str] = ANCHORS,
 ) -> str:
     """The per-role, per-kind summary (see the module docstring); ``variants``: the row names
-    of the adapter's variants (``adaptable[...]``)."""
-    methods = ("adaptable", *variants, *ANCHORS)
+    of the adapter's variants (``adaptable[...]``); ``anchors``: the anchors' row names (and
+    any derived rows, such as :func:`add_better_of`'s)."""
+    methods = ("adaptable", *variants, *anchors)
     order = ["adaptable", *variants, "best fixed rule"]
     for delay in delays:
         for share in shares:
@@ -311,6 +354,21 @@ def main() -> None:
         help="the adapter with other options too, e.g. fallback=plugin (name=value[,...])",
     )
     parser.add_argument("--delays", nargs="+", type=int, default=[10, 0])
+    parser.add_argument(
+        "--anchors",
+        nargs="+",
+        default=list(ANCHORS),
+        help="anchors run on the labels, name[option=value,...] (default: the label-only ones;"
+        f" the model-updating ones: {', '.join(UPDATING_ANCHORS)})",
+    )
+    parser.add_argument(
+        "--better-of",
+        default=None,
+        help="add the per-case better of adaptable and this anchor (with its options) as a row",
+    )
+    parser.add_argument(
+        "--scenarios", nargs="*", default=None, help="keep only these scenarios (e.g. natural)"
+    )
     parser.add_argument("--results", default="feedback-results")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--out", default=None, help="write the tables to this Markdown file")
@@ -330,16 +388,20 @@ def main() -> None:
     started = time.perf_counter()
     variants = [parse_variant(text) for text in args.variants]
     variant_names = [method_name({"method": "adaptable", "options": v}) for v in variants]
+    anchors = [parse_anchor(text) for text in args.anchors]
+    anchor_names = [method_name({"method": n, "options": o}) for n, o in anchors]
     chosen = cells(args.roles, args.cases)
     if args.only is not None:
         chosen = [cell for cell in chosen if cell[1] in args.only]
+    if args.scenarios is not None:
+        chosen = [cell for cell in chosen if cell[2] in args.scenarios]
     store = ResultStore(args.results)
     specs = [
         spec
         for model in args.models
         for seed in args.seeds
         for cell in chosen
-        for spec in specs_for(cell, model, seed, args.shares, args.delays, variants)
+        for spec in specs_for(cell, model, seed, args.shares, args.delays, variants, anchors)
     ]
     if args.table_only:
         stored = store.completed()
@@ -357,17 +419,19 @@ def main() -> None:
             print(f"FAILED {key}: {error.splitlines()[-1] if error else ''}")
     cell_role = {(d, s): role for role, d, s in chosen}
     table = gains(records, cell_role)
+    if args.better_of:
+        anchor_names.append(add_better_of(table, args.better_of, args.shares, args.delays))
     names = ["adaptable", *variant_names, "best fixed rule"] + [
         f"{m} {100 * share:g}% d{delay}"
         for delay in args.delays
         for share in args.shares
         if share
-        for m in ("adaptable", *variant_names, *ANCHORS)
+        for m in ("adaptable", *variant_names, *anchor_names)
     ]
     text = (
         f"{len(records)} records, {len(table)} cases (case = dataset, scenario, model; "
         f"seeds {args.seeds}); macro-F1 gain over the unadapted model, points\n\n"
-        + summary_table(table, args.shares, args.delays, variant_names)
+        + summary_table(table, args.shares, args.delays, variant_names, anchor_names)
         + "\n\n"
         + case_table(table, names)
         + f"\n\nwall time {time.perf_counter() - started:.0f} s\n"

@@ -38,6 +38,30 @@ def test_a_variant_runs_without_labels_and_beside_the_default_at_every_share(fee
     assert len({s.key for s in specs}) == len(specs)  # every experiment its own record
 
 
+def test_anchors_are_named_with_options_and_run_at_every_share(feedback) -> None:
+    assert feedback.parse_anchor("labelled_refit") == ("labelled_refit", {})
+    assert feedback.parse_anchor("labelled_refit[target_weight=plain,ramp_labels=250]") == (
+        "labelled_refit",
+        {"target_weight": "plain", "ramp_labels": 250},
+    )
+    anchors = [("labelled_prior", {}), ("labelled_refit", {"target_weight": "ramp"})]
+    specs = feedback.specs_for(("development", "heloc", "natural"), "logreg", 0, [0.01, 0.05],
+                               [10], anchors=anchors)  # fmt: skip
+    labelled = [(s.method, s.option_dict) for s in specs if s.feedback is not None]
+    assert labelled == 2 * [("adaptable", {}), *anchors]
+    default = feedback.specs_for(("development", "heloc", "natural"), "logreg", 0, [0.05], [10])
+    assert [s.method for s in default if s.feedback] == ["adaptable", *feedback.ANCHORS]
+
+
+def test_the_better_of_row_takes_the_larger_gain_per_case(feedback) -> None:
+    table = {
+        "a": ({"adaptable 5% d10": 1.0, "labelled_refit 5% d10": 3.0}, 640),
+        "b": ({"adaptable 5% d10": 2.0, "labelled_refit 5% d10": -1.0}, 640),
+    }
+    name = feedback.add_better_of(table, "labelled_refit", [0.05], [10])
+    assert [row[f"{name} 5% d10"] for row, _ in table.values()] == [3.0, 2.0]
+
+
 def test_rows_are_named_by_method_options_and_feedback(feedback) -> None:
     spec = {"method": "adaptable", "options": {"fallback": "plugin"}, "feedback": None}
     assert feedback.row_name({"spec": spec}) == "adaptable[fallback=plugin]"

@@ -6,7 +6,7 @@ The experiment runner builds every method through it, so they are all treated al
     >>> methods.names()  # doctest: +NORMALIZE_WHITESPACE
     ['source', 'adaptable', 'pl', 'tent', 'ttt++', 'eata', 'sar', 'lame', 'em', 'bbse', 'ftat',
      'fth', 'ogd', 'flh_ftl', 'balanced', 'oracle_prior', 'labelled_recalibration',
-     'labelled_prior', 'labelled_online']
+     'labelled_prior', 'labelled_online', 'labelled_patch', 'labelled_refit']
     >>> method = methods.create("tent", lr=1e-4)  # doctest: +SKIP
     >>> method.fit(source_model, X_train, y_train, X_valid, y_valid)  # doctest: +SKIP
 
@@ -45,6 +45,10 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "labelled_recalibration": ("adaptable.baselines.labelled", "LabelledRecalibration"),
     "labelled_prior": ("adaptable.baselines.labelled", "LabelledPrior"),
     "labelled_online": ("adaptable.baselines.labelled", "LabelledOnline"),
+    # Anchors that use late labels to update the model: a patch over [log p, x] (any model)
+    # and a refit on the source rows plus the labelled target rows (refittable models).
+    "labelled_patch": ("adaptable.baselines.labelled_update", "LabelledPatch"),
+    "labelled_refit": ("adaptable.baselines.labelled_update", "LabelledRefit"),
 }
 
 #: methods that update model parameters and therefore need a torch source model; ``ftat`` does

@@ -194,7 +194,7 @@ def test_registry_names_and_unknown_name():
     assert methods.names() == [
         "source", "adaptable", "pl", "tent", "ttt++", "eata", "sar", "lame", "em", "bbse",
         "ftat", "fth", "ogd", "flh_ftl", "balanced", "oracle_prior", "labelled_recalibration",
-        "labelled_prior", "labelled_online",
+        "labelled_prior", "labelled_online", "labelled_patch", "labelled_refit",
     ]  # fmt: skip
     with pytest.raises(ValueError, match="unknown method 'tentt'.*'tent'"):
         methods.create("tentt")
