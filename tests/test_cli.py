@@ -1215,3 +1215,40 @@ def test_usable_cpus_follow_a_containers_quota(tmp_path: Path) -> None:
     assert workers._usable_cpus(str(quota)) == workers._usable_cpus(str(tmp_path / "none")) >= 1
     quota.write_text("garbage")
     assert workers._usable_cpus(str(quota)) >= 1
+
+
+def test_run_refuses_a_drift_figure_over_the_results_store_before_any_work(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    store = tmp_path / "r.jsonl"
+    store.write_text("")
+    components = replace(WITH_ADAPTABLE, load_dataset=_no_work, train_model=_no_work)
+    argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "adaptable",
+            "--feedback", "0.05", "2", "--results", str(store), "--drift-figure", str(store)]  # fmt: skip
+    err = _usage_error(argv, capsys, components)
+    assert f"--drift-figure {store}: the same file as --results; name another" in err
+    assert store.read_text() == ""
+
+
+@pytest.mark.parametrize(
+    ("outputs", "message"),
+    [
+        (["--report", "{file}"], "--report {file}: the file read as FILE; name another"),
+        (["--figure", "{file}"], "--figure {file}: the file read as FILE; name another"),
+        (["--report", "{x}", "--figure", "{x}"], "--figure {x}: the same file as --report"),
+    ],
+    ids=["report-over-adapter", "figure-over-adapter", "report-and-figure"],
+)
+def test_drift_refuses_an_output_over_its_input_or_the_other_output(
+    saved_adapter: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    outputs: list[str], message: str,
+) -> None:  # fmt: skip
+    copy = tmp_path / "adapter.safetensors"
+    copy.write_bytes(saved_adapter.read_bytes())
+    paths = {"file": str(copy), "x": str(tmp_path / "x.csv")}
+    argv = ["drift", str(copy), *(o.format(**paths) for o in outputs)]
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    assert message.format(**paths) in captured.err and captured.out == ""
+    assert copy.read_bytes() == saved_adapter.read_bytes()
+    assert not (tmp_path / "x.csv").exists()

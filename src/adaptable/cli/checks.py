@@ -32,7 +32,7 @@ from adaptable.cli.name_checks import (
     unknown_name_problems,
 )
 from adaptable.cli.options import parse_method
-from adaptable.cli.path_checks import figure_problem, folder_problem, unwritable
+from adaptable.cli.path_checks import figure_problem, folder_problem, path_collisions, unwritable
 from adaptable.experiments.components import Components, fold_case
 from adaptable.experiments.suggest import folded_name, unknown_name
 
@@ -60,6 +60,7 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
     elif args.command == "plot":
         problems += _plot_problems(args, components)
     problems += _device_problems(args)
+    problems += _output_collisions(args)
     for option in ("out", "cache_dir"):
         value = getattr(args, option, None)
         folder = None if value is None else folder_problem(value)
@@ -276,11 +277,20 @@ def _device_problems(args: argparse.Namespace) -> list[str]:
     return [] if problem is None else [f"--device cuda: {problem}; use --device cpu or auto"]
 
 
+def _output_collisions(args: argparse.Namespace) -> list[str]:
+    """An output named twice, or over the results store (which every later run reads): one
+    would overwrite the other."""
+    outputs = {"--results": getattr(args, "results", None)}
+    outputs["--drift-figure"] = getattr(args, "drift_figure", None)
+    return path_collisions(outputs, {})
+
+
 def drift_option_problems(args: argparse.Namespace) -> list[str]:
     """``drift``'s options, in the options' names rather than the Python parameters' they
     become: a window of at least one batch, fractions between 0 and 1 (a tolerance of 5 meant
-    as 5 points would accept any fall), a number of deviations of 0 or more, and a report
-    file that can be written (before the summary is printed, as the figure's is)."""
+    as 5 points would accept any fall), a number of deviations of 0 or more, a report file
+    that can be written (before the summary is printed, as the figure's is), and no output over
+    the saved adapter or over the other output."""
     problems = []
     if args.last_batches is not None and args.last_batches < 1:
         problems.append(f"--last-batches: must be at least 1; got {args.last_batches}")
@@ -298,4 +308,8 @@ def drift_option_problems(args: argparse.Namespace) -> list[str]:
         report = unwritable(args.report) if args.report else "an empty path; name a file"
         if report is not None:
             problems.append(f"--report {args.report}: {report}")
+    # the saved adapter and the two outputs: none may overwrite another
+    problems += path_collisions(
+        {"--report": args.report, "--figure": args.figure}, {"FILE": args.file}
+    )
     return problems

@@ -67,3 +67,38 @@ def os_reason(err: Exception) -> str:
     if err.strerror is None:
         return str(err)
     return f"{err.strerror}: {str(err.filename)!r}" if err.filename else err.strerror
+
+
+def path_collisions(outputs: dict[str, str | None], inputs: dict[str, str | None]) -> list[str]:
+    """One problem for each output that names the same file as another output or as an input
+    (after ``~``, links and ``..`` are resolved): the command would write one over the other.
+
+    Args:
+        outputs: option (as the user typed it, e.g. ``"--report"``) -> the path it names, or
+            ``None`` where the option is not given.
+        inputs: the same for the files the command reads.
+
+    Returns:
+        the problems, each naming both options and the path; empty where none collide.
+
+    Example:
+        >>> path_collisions({"--report": "a.csv", "--figure": "./a.csv"}, {"FILE": "b"})
+        ['--figure ./a.csv: the same file as --report; name another']
+    """
+    import os
+
+    seen: dict[str, str] = {}
+    for option, path in inputs.items():
+        if path:
+            seen.setdefault(os.path.realpath(os.path.expanduser(path)), option)
+    problems = []
+    for option, path in outputs.items():
+        if not path:
+            continue
+        resolved = os.path.realpath(os.path.expanduser(path))
+        if resolved in seen:
+            what = "the file read as" if seen[resolved] in inputs else "the same file as"
+            problems.append(f"{option} {path}: {what} {seen[resolved]}; name another")
+        else:
+            seen[resolved] = option
+    return problems
