@@ -268,3 +268,26 @@ def test_the_label_distribution_is_named_by_the_classes() -> None:
     assert named.as_dict()["classes"] == ["no", "yes"]
     plain = summarise(log, source_prior=np.array([0.5, 0.5]))
     assert "(source [0.50, 0.50]" in str(plain) and plain.as_dict()["classes"] is None
+
+
+@pytest.mark.parametrize(
+    ("statistic", "detected"), [(None, None), (1.0, False), (5.0, True)],
+    ids=["not-run", "not-rejected", "rejected"],
+)  # fmt: skip
+def test_label_shift_detected_is_none_where_the_test_did_not_run(statistic, detected) -> None:
+    """A script reading ``label_shift_detected`` must not take "not tested" for "no label
+    shift": where the likelihood-ratio test did not run (its statistic NaN), the field is None
+    (JSON null), and the printout says so."""
+    log = DriftLog(n_classes=2, objective="accuracy")
+    believed = np.tile([[0.7, 0.3]], (BATCH, 1))
+    for _ in range(3):
+        log.record(
+            rows=BATCH, predictions=np.zeros(BATCH, int), rule="source",
+            target_prior=np.array([0.5, 0.5]), posteriors=believed, source_proba=believed,
+            shift_statistic=10.0 if statistic is None else 1.0, shift_threshold=3.0,
+            prior_statistic=statistic, prior_critical=3.84,
+        )  # fmt: skip
+    summary = summarise(log, source_prior=np.array([0.7, 0.3]))
+    assert summary.label_shift_detected is detected
+    assert json.loads(json.dumps(summary.as_dict()))["label_shift_detected"] is detected
+    assert ("not tested for a significant difference" in str(summary)) == (detected is None)

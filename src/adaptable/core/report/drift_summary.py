@@ -97,8 +97,9 @@ class DriftSummary:
             stream since fit / reset / load, not the window: the features moved in a way a
             change of label mix cannot explain).
         label_shift_detected: the likelihood-ratio test rejects the source label
-            distribution at the last batch (stream since reset; not run, False, where the
-            moment test rejects).
+            distribution at the last batch (stream since reset); ``None`` where it did not run
+            (the moment test had rejected pure label shift, or too few rows): no answer, which
+            a script must not read as "no label shift".
         target_prior: the estimated target label distribution at the last batch, (C,).
         source_prior: the source label distribution, (C,).
         reference: the unadapted model's objective on the held-out source rows, or the level
@@ -128,7 +129,7 @@ class DriftSummary:
     rows: int
     labelled_rows: int
     shift_detected: bool
-    label_shift_detected: bool
+    label_shift_detected: bool | None
     target_prior: np.ndarray
     source_prior: np.ndarray
     reference: float
@@ -162,7 +163,11 @@ class DriftSummary:
     def __str__(self) -> str:
         last = self.first_batch + self.batches - 1
         metric = METRIC_NAMES.get(self.objective, self.objective)
-        significant = ", a significant difference" if self.label_shift_detected else ""
+        significant = {
+            True: ", a significant difference",
+            False: "",
+            None: ", not tested for a significant difference",
+        }[self.label_shift_detected]
         reference = (
             f"  {metric} required (the reference given): {_points(self.reference)}."
             if self.reference_given
@@ -327,7 +332,11 @@ def summarise(
         rows=window.rows,
         labelled_rows=labelled,
         shift_detected=bool(last.shift_statistic > last.shift_threshold),
-        label_shift_detected=bool(last.prior_statistic >= last.prior_critical),
+        label_shift_detected=(
+            None
+            if math.isnan(last.prior_statistic)
+            else bool(last.prior_statistic >= last.prior_critical)
+        ),
         target_prior=last.target_prior.copy(),
         source_prior=np.full(c, np.nan) if source_prior is None else np.array(source_prior),
         reference=reference,
