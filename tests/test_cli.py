@@ -793,6 +793,8 @@ def test_plain_defaults_plural_counts_and_aligned_names(
     capsys.readouterr()
     assert cli.main(["datasets"]) == 0
     out = capsys.readouterr().out
+    folder, out = out.split("\n\n", 1)
+    assert folder.startswith("data folder: ")
     tasks, names = out.split("\n\n[other names]\n")
     lines = tasks.splitlines()[1:]
     assert [line.index("present" if "present" in line else "absent") for line in lines] == [30, 30]
@@ -1252,3 +1254,25 @@ def test_drift_refuses_an_output_over_its_input_or_the_other_output(
     assert message.format(**paths) in captured.err and captured.out == ""
     assert copy.read_bytes() == saved_adapter.read_bytes()
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_datasets_says_which_folder_it_read_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ADAPTABLE_DATA_DIR", raising=False)
+    (tmp_path / "env").mkdir()
+    (tmp_path / "arg").mkdir()
+    assert cli.main(["datasets"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert (
+        first.startswith("data folder: ") and "(the default; name another with --data-dir" in first
+    )
+    monkeypatch.setenv("ADAPTABLE_DATA_DIR", str(tmp_path / "env"))
+    assert cli.main(["datasets"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"data folder: {tmp_path / 'env'} ($ADAPTABLE_DATA_DIR)"
+    )
+    assert cli.main(["datasets", "--data-dir", str(tmp_path / "arg")]) == 0
+    assert (
+        capsys.readouterr().out.splitlines()[0] == f"data folder: {tmp_path / 'arg'} (--data-dir)"
+    )

@@ -6,10 +6,20 @@ import argparse
 
 
 def datasets_command(args: argparse.Namespace) -> int:
-    """List every task by group with ``present`` / ``absent``, then the other names every
-    command accepts; exit status 0."""
-    from adaptable import datasets
+    """Say which data folder was read (and why that one), list every task by group with
+    ``present`` / ``absent``, then the other names every command accepts; exit status 0."""
+    import os
 
+    from adaptable import datasets
+    from adaptable.datasets import DATA_DIR_ENV, resolve_data_dir
+
+    if args.data_dir is not None:
+        source = "--data-dir"
+    elif os.environ.get(DATA_DIR_ENV):
+        source = f"${DATA_DIR_ENV}"
+    else:
+        source = f"the default; name another with --data-dir or ${DATA_DIR_ENV}"
+    print(f"data folder: {resolve_data_dir(args.data_dir)} ({source})\n")
     group = None
     listed = datasets.available(args.data_dir)
     width = max(map(len, listed), default=0)  # one column for every name, the longest too
