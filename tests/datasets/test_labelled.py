@@ -427,6 +427,8 @@ def test_cli_lists_the_cases_apart_from_the_paper_tasks(tmp_path: Path, capsys) 
     write_german(tmp_path)
     assert main(["datasets", "--data-dir", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == [f"data folder: {tmp_path} (--data-dir)", ""]
+    lines = lines[2:]
     assert lines[0] == "[paper]"
     starts = [
         lines.index(f"[{group}]")
