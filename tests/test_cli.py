@@ -1276,3 +1276,25 @@ def test_datasets_says_which_folder_it_read_and_why(
     assert (
         capsys.readouterr().out.splitlines()[0] == f"data folder: {tmp_path / 'arg'} (--data-dir)"
     )
+
+
+def test_the_drift_figure_refuses_what_is_not_a_report_in_its_own_words(
+    saved_adapter: Path,
+) -> None:
+    import numpy as np
+
+    from adaptable import AdapTable
+    from adaptable.experiments.drift_figure import plot_drift_report
+
+    report = AdapTable.load(saved_adapter).report()
+    for bad in (report.to_numpy(), None):
+        with pytest.raises(TypeError, match="report must be the DataFrame AdapTable.report"):
+            plot_drift_report(bad)
+    with pytest.raises(ValueError, match="has no rows"):
+        plot_drift_report(report.iloc[:0])
+    with pytest.raises(ValueError, match=r"lacks the columns \['batch'\]"):
+        plot_drift_report(report.drop(columns="batch"))
+    with pytest.raises(ValueError, match=r"true_shares must have shape \(30, 2\).*got \(30, 3\)"):
+        plot_drift_report(report, true_shares=np.full((30, 3), 1 / 3))
+    figure = plot_drift_report(report, true_shares=np.full((30, 2), 0.5))
+    assert len(figure.axes) == 4

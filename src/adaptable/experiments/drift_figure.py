@@ -69,6 +69,31 @@ def _legend(ax: Any) -> None:
         ax.legend(fontsize="small", loc="best", ncol=2 if len(labels) > 4 else 1)
 
 
+def _check_report(report: Any, true_shares: Any) -> None:
+    """What :func:`plot_drift_report` needs, refused before any drawing in the report's words."""
+    if not isinstance(report, pd.DataFrame):
+        raise TypeError(
+            "plot_drift_report: report must be the DataFrame AdapTable.report() returns; got "
+            f"{type(report).__name__}."
+        )
+    needed = ["batch", "estimated_source_so_far", "estimated_adapter_so_far"]
+    missing = [column for column in needed if column not in report.columns]
+    if missing or report.empty:
+        what = f"lacks the columns {missing}" if missing else "has no rows"
+        raise ValueError(
+            f"plot_drift_report: the report {what}; pass AdapTable.report() after at least "
+            "one batch."
+        )
+    if true_shares is not None:
+        shape = np.shape(true_shares)
+        expected = (len(report), len(report_classes(report.columns)))
+        if shape != expected:
+            raise ValueError(
+                f"plot_drift_report: true_shares must have shape {expected} (the report's rows, "
+                f"its classes); got {shape}."
+            )
+
+
 def plot_drift_report(
     report: pd.DataFrame,
     *,
@@ -85,8 +110,14 @@ def plot_drift_report(
             batches, (rows of the report, C)
             (a reference line; only an experiment with labels at hand has it).
         objective: the performance axis' name.
+
+    Raises:
+        TypeError: ``report`` is not a DataFrame.
+        ValueError: ``report`` has no rows or lacks the report's columns, or ``true_shares``
+            is not (rows of the report, C).
     """
     plt = _pyplot()
+    _check_report(report, true_shares)
     fig, axes = plt.subplots(
         4, 1, figsize=(8, 11.5), sharex=True, layout="constrained",
         gridspec_kw={"height_ratios": [1.4, 1, 1, 1]},
