@@ -213,6 +213,10 @@ def test_bad_labels_and_the_paper_preset_are_refused(shifts) -> None:
     with pytest.raises(ValueError, match="row ids must name rows already predicted"):
         method.partial_fit(x[:3], y[:3], rows=[BATCH - 1, BATCH, BATCH + 1])
     assert method.decider_.feedback.n_labelled == 0
+    # an unsigned id past int64 is named as given, not wrapped round to -1
+    with pytest.raises(ValueError, match="got 18446744073709551615, beyond any stream's rows"):
+        method.partial_fit(None, y[:1], rows=np.array([2**64 - 1], dtype=np.uint64))
+    method.partial_fit(None, y[:1], rows=np.array([0], dtype=np.uint64))  # an unsigned id is fine
     with pytest.raises(ValueError, match="rows must be 3 integer row ids"):
         method.partial_fit(x[:3], y[:3], rows=[0, 1])
     with pytest.raises(ValueError, match="X has 4 rows but y has 3"):

@@ -185,4 +185,10 @@ def _row_ids(rows: Any, codes: np.ndarray) -> np.ndarray:
         return ids.astype(np.int64)  # an empty list is no labels (numpy reads it as floats)
     if ids.shape != codes.shape or not np.issubdtype(ids.dtype, np.integer):
         raise ValueError(f"adaptable: rows must be {len(codes)} integer row ids, one per label.")
+    if ids.dtype.kind == "u" and ids.size and ids.max() > np.iinfo(np.int64).max:
+        # read as int64 further on, such an id would wrap round to a negative one
+        raise ValueError(
+            f"adaptable: row ids must name rows already predicted; got {int(ids.max())}, "
+            "beyond any stream's rows."
+        )
     return ids
