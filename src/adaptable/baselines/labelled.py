@@ -102,6 +102,18 @@ class LabelledAnchor(CheckedParameters, TestTimeMethod):
         self._check_fitted()
         self._start_stream()
 
+    def _checked_labels(self, X: Any, y: Any) -> np.ndarray | None:
+        """``y`` as label codes checked against ``X``'s rows; ``None`` where no labels arrived
+        (nothing to learn)."""
+        self._check_fitted()
+        codes = self._label_codes(y, "y")
+        if len(codes) == 0 and X is not None and len(X) == 0:
+            return None
+        n_rows = self._check_batch(X)
+        if len(codes) != n_rows:
+            raise ValueError(f"{self.name}: X has {n_rows} rows but y has {len(codes)} labels.")
+        return codes
+
     def partial_fit(self, X: Any, y: Any) -> LabelledAnchor:
         """Labelled target rows (any rows the stream held, in any number of calls).
 
@@ -112,13 +124,9 @@ class LabelledAnchor(CheckedParameters, TestTimeMethod):
         Returns:
             self.
         """
-        self._check_fitted()
-        codes = self._label_codes(y, "y")
-        if len(codes) == 0 and X is not None and len(X) == 0:
-            return self  # no labels arrived: nothing to learn
-        n_rows = self._check_batch(X)
-        if len(codes) != n_rows:
-            raise ValueError(f"{self.name}: X has {n_rows} rows but y has {len(codes)} labels.")
+        codes = self._checked_labels(X, y)
+        if codes is None:
+            return self
         log_p = np.log(np.maximum(softmax(self._logits(X)), 1e-300))
         self._labelled.add(log_p, codes)
         self._learn(log_p, codes)

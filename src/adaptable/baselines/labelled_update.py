@@ -170,13 +170,9 @@ class LabelledPatch(LabelledAnchor):
         Returns:
             self.
         """
-        self._check_fitted()
-        codes = self._label_codes(y, "y")
-        if len(codes) == 0 and X is not None and len(X) == 0:
-            return self  # no labels arrived: nothing to learn
-        n_rows = self._check_batch(X)
-        if len(codes) != n_rows:
-            raise ValueError(f"{self.name}: X has {n_rows} rows but y has {len(codes)} labels.")
+        codes = self._checked_labels(X, y)
+        if codes is None:
+            return self
         self._labelled.add(_table(X), codes)
         n = self._labelled.n_seen
         if n >= self._next_update:
