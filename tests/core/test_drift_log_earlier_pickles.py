@@ -166,3 +166,11 @@ def test_an_adapter_pickled_with_a_mixin_layout_log_goes_on_as_it_would_have() -
     revived = pickle.loads(pickle.dumps(earlier))
     assert isinstance(revived.decider_.drift_log._records, RecordWindow)
     _same(stream(revived, 12, 24), stream(method, 12, 24))
+
+
+def test_the_earlier_window_is_the_reports_window() -> None:
+    """earlier_pickles sits below the report and cannot import its constant: the two must agree."""
+    from adaptable.core.parts.earlier_pickles import EARLIER_REPORT_BATCHES
+    from adaptable.core.report.drift_log import REPORT_BATCHES
+
+    assert EARLIER_REPORT_BATCHES == REPORT_BATCHES
