@@ -163,6 +163,24 @@ class AdaptedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         proba = self.predict_proba(X)  # first: it raises NotFittedError before fit
         return self.classes_[proba.argmax(axis=1)]
 
+    def feature_drift(self, *, level: float = 0.05) -> Any:
+        """The adapter's per-column drift (:meth:`adaptable.AdapTable.feature_drift`): each
+        column of ``X`` on the rows predicted since ``fit`` / :meth:`reset`, against the
+        validation rows ``fit`` held out.
+
+        Raises:
+            TypeError: the adapter keeps no per-column drift (a method other than AdapTable).
+            ValueError: as :meth:`adaptable.AdapTable.feature_drift`.
+        """
+        check_is_fitted(self, "adapter_")
+        report = getattr(self.adapter_, "feature_drift", None)
+        if report is None:
+            raise TypeError(
+                f"AdaptedClassifier: the adapter {type(self.adapter_).__name__} keeps no "
+                "per-column drift; use AdapTable."
+            )
+        return report(level=level)
+
     def reset(self) -> AdaptedClassifier:
         """Back to the adapter's state right after ``fit`` (the next batch starts a stream)."""
         check_is_fitted(self, "adapter_")

@@ -90,6 +90,8 @@ class AdapTable(TestTimeMethod):
         columns_: the columns of a DataFrame fit, which every later DataFrame is put in before
             the model reads it (:class:`~adaptable.framework.fitted_columns.FittedColumns`).
         calibrator_, decider_: the fitted parts.
+        feature_monitor_: per-column drift against the held-out rows (:meth:`feature_drift`;
+            ``None`` where none is kept).
         temperature_, post_training_: T of the paper's quantile rule, g_phi's post-training
             report (``None`` where there is none).
 
@@ -165,6 +167,7 @@ class AdapTable(TestTimeMethod):
         self.n_classes_, self.source_prior_ = parts.n_classes, parts.source_prior
         self.encoder_, self.columns_ = parts.encoder, parts.columns
         self.calibrator_, self.decider_ = parts.calibrator, parts.decider
+        self.feature_monitor_ = parts.feature_monitor
         self._logit_function, self._encoded_logits = parts.logit_function, parts.encoded_logits
         self.temperature_ = self.decider_.temperature_
         self.post_training_ = getattr(self.calibrator_, "report", None)
@@ -190,7 +193,9 @@ class AdapTable(TestTimeMethod):
         objective (default). Stateful. ``oracle_labels``: for ``"oracle_test_labels"`` only."""
         self._check_fitted()
         logits, encoded = self._input.read(X_batch, self._check_batch)
-        return self._adapt(logits, encoded, oracle_labels)
+        proba = self._adapt(logits, encoded, oracle_labels)
+        self._record_columns(X_batch)
+        return proba
 
     def predict(self, X_batch: Any, *, oracle_labels: Any = None) -> np.ndarray:
         """Labels (from ``classes_``) of :meth:`predict_proba` (stateful like it)."""
@@ -206,7 +211,10 @@ class AdapTable(TestTimeMethod):
         self._check_fitted()
         logits = checked_logits(logits, self.n_classes_)
         encoded = self._input.beside(logits, X_batch, self._check_batch)
-        return self._adapt(logits, encoded, oracle_labels)
+        proba = self._adapt(logits, encoded, oracle_labels)
+        if X_batch is not None:
+            self._record_columns(X_batch)
+        return proba
 
     def _adapt(self, logits: np.ndarray, encoded: EncodedBatch | None, oracle: Any) -> np.ndarray:
         """One batch on checked logits: calibrate (line 9), then decide."""
@@ -223,6 +231,11 @@ class AdapTable(TestTimeMethod):
         decision = self.decider_.decide(batch)
         self._last, self._n_batches = (decision, temperatures), self._n_batches + 1
         return decision.proba
+
+    def _record_columns(self, X_batch: Any) -> None:
+        """The adapted batch's columns, into the per-column drift monitor."""
+        if self.feature_monitor_ is not None:
+            self.feature_monitor_.update(self._input.conform(X_batch, "X_batch"))
 
     def partial_fit(self, X: Any, y: Any, *, rows: Any = None) -> Self:
         """Labels of target rows predicted earlier (default preset), at any delay, for any
@@ -306,10 +319,52 @@ class AdapTable(TestTimeMethod):
             deviations=deviations, reference=reference,
         )  # fmt: skip
 
+    def feature_drift(self, *, level: float = 0.05) -> pd.DataFrame:
+        """Per-column drift: each column of the table given to ``fit`` on the stream adapted
+        since fit / reset (or in the saved file, then since load), tested against the held-out
+        rows (``X_valid``; ``X_source`` where none was given). Any preset.
+
+        A numerical column is tested by the two-sample Kolmogorov-Smirnov test on a uniform
+        sample of 2,048 stream rows (a missing value counts as larger than every value), its
+        distance the test's D; a categorical column by the chi-square test of homogeneity of
+        its category counts over all stream rows (missing and unseen categories each a bin of
+        their own), its distance the total variation. Both distances are in [0, 1]. Memory on
+        the stream side is fixed, whatever the stream's length.
+
+        Args:
+            level: the family-wise level: a column is flagged where its p-value, adjusted by
+                Holm's method across the columns, is at most ``level``; where no column moved,
+                any column is flagged with a chance of at most ``level``.
+
+        Returns:
+            one row per column, the flagged columns first, then by distance (largest first);
+            columns ``column``, ``kind``, ``statistic_name``, ``statistic``, ``p_value``,
+            ``p_value_holm``, ``distance_name``, ``distance``, ``rows_seen``,
+            ``rows_tested``, ``reference_rows``, ``missing_share``, ``unseen_share``,
+            ``flagged`` (:meth:`adaptable.core.report.feature_drift.FeatureMonitor.frame`).
+
+        Raises:
+            ValueError: no batch adapted yet, ``level`` outside (0, 1), or no per-column
+                record kept (``fit`` had no table of columns, or the file holds none).
+
+        Example:
+            >>> method.feature_drift().head(3)  # doctest: +SKIP
+        """
+        self._check_fitted()
+        if self.feature_monitor_ is None:
+            raise ValueError(
+                "adaptable: feature_drift() has no per-column record: fit's rows were no "
+                "table of columns, or the adapter was loaded from a file without one (written "
+                "by an earlier version, or with column names a file cannot hold)."
+            )
+        return self.feature_monitor_.frame(level)
+
     def reset(self) -> None:
         """Back to the state right after fit (the online estimates and tests forget the stream)."""
         self._check_fitted()
         self.decider_.reset()
+        if self.feature_monitor_ is not None:
+            self.feature_monitor_.reset()
         self._last, self._saved_last, self._n_batches = None, None, 0
 
     @property

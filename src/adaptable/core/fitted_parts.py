@@ -24,6 +24,7 @@ from adaptable.core.paper.label_handler import source_prior
 from adaptable.core.parts.contexts import FitContext, source_rows
 from adaptable.core.parts.decider import Decider
 from adaptable.core.presets import DECIDERS, calibrator_name
+from adaptable.core.report.feature_drift import FeatureMonitor, monitor_of
 from adaptable.encoding import Encoder
 from adaptable.framework.fitted_columns import FittedColumns
 from adaptable.framework.method import SourceData
@@ -48,6 +49,9 @@ class FittedParts:
         logit_function: the model's logits of rows (``None``: loaded without a model).
         encoded_logits: a model sharing its Encoder (:func:`shared_encoder`): its logits of
             the rows that Encoder encoded; else ``None``.
+        feature_monitor: per-column drift against the held-out rows
+            (:class:`~adaptable.core.report.feature_drift.FeatureMonitor`); ``None`` where
+            none is kept (a file written without one).
     """
 
     n_classes: int
@@ -58,6 +62,7 @@ class FittedParts:
     columns: FittedColumns | None = None
     logit_function: LogitFunction | None = None
     encoded_logits: LogitFunction | None = None
+    feature_monitor: FeatureMonitor | None = None
 
 
 def fit_parts(model: Any, source: SourceData, params: dict[str, Any]) -> FittedParts:
@@ -70,7 +75,8 @@ def fit_parts(model: Any, source: SourceData, params: dict[str, Any]) -> FittedP
         params: every AdapTable parameter, checked.
 
     Returns:
-        the parts, with the model's logit functions.
+        the parts, with the model's logit functions and the per-column drift monitor of the
+        held-out rows (the training rows where there are none).
 
     Raises:
         ValueError: source rows or labels missing, held-out rows without labels (or the other
@@ -125,6 +131,10 @@ def fit_parts(model: Any, source: SourceData, params: dict[str, Any]) -> FittedP
     return FittedParts(
         n_classes, prior, encoder, calibrator, decider.fit(context), columns, logit_function,
         None if shared is None else model.logits_from_encoded,
+        monitor_of(
+            source.X if source.X_valid is None else source.X_valid,
+            numerical=params["numerical"], categorical=params["categorical"], seed=context.seed,
+        ),
     )  # fmt: skip
 
 

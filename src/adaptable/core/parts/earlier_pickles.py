@@ -96,6 +96,8 @@ ADDED_ATTRIBUTES: Mapping[str, Mapping[str, Any]] = {
         "report_batches": EARLIER_REPORT_BATCHES,
         # before prior_reference, label shift was read against p_s
         "prior_reference": "labels",
+        # before per-column drift, none was kept
+        "feature_monitor_": None,
     },
     "RecommendedDecider": {
         "report_batches": EARLIER_REPORT_BATCHES,

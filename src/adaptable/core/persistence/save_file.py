@@ -14,7 +14,9 @@ File layout (format ``adaptable.AdapTable/2``; ``/1`` files hold the paper's alg
 - metadata: ``format``, ``version``, ``params``, ``n_classes``, ``calibrator`` (its name),
   ``classes`` (labels other than 0..C-1), ``encoder``, ``columns`` (the DataFrame columns of
   fit); g_phi's ``layout``; the deciders'
-  ``temperature``, and the recommended decider's ``rule`` and ``seed``.
+  ``temperature``, and the recommended decider's ``rule`` and ``seed``;
+- per-column drift: ``feature_drift`` and the ``feature_drift.*`` tensors
+  (:mod:`~adaptable.core.report.feature_drift_fields`), where the adapter keeps it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from adaptable.core.parts.saved_state import (
     is_column_name,
 )
 from adaptable.core.presets import DECIDERS, calibrator_name
+from adaptable.core.report.feature_drift_fields import KEY as FEATURE_DRIFT
+from adaptable.core.report.feature_drift_fields import monitor_state, read_monitor
 from adaptable.framework.fitted_columns import FittedColumns, is_saved_name
 from adaptable.framework.method import check_model_classes
 from adaptable.framework.model_adapter import as_logit_function
@@ -128,7 +132,10 @@ def write(method: Any, path: str | os.PathLike[str]) -> None:
         meta["classes"] = classes.tolist()
     if classes.dtype.kind in "iuf" and classes.dtype != np.int64:
         meta["classes_dtype"] = classes.dtype.str  # int8, uint64, float32: back as themselves
-    for part in (calibrator_state(method.calibrator_), method.decider_.state()):
+    monitor = getattr(method, "feature_monitor_", None)
+    monitored = None if monitor is None else monitor_state(monitor)
+    parts = (calibrator_state(method.calibrator_), method.decider_.state(), monitored)
+    for part in (p for p in parts if p is not None):
         arrays.update(part.arrays)
         meta.update(part.metadata)
     # safetensors refuses empty or non-contiguous arrays; load knows the empty ones' shapes
@@ -240,11 +247,14 @@ def _read_parts(reader: StateReader, cls: type) -> SavedAdapTable:
     context = LoadContext(reader, params, n_classes, prior, encoder)
     calibrator = load_calibrator(expected, context)
     decider = decider_class.from_state(context)
+    monitor = read_monitor(reader)
     reader.no_unexpected_tensors()
     columns = _columns(reader)
+    if monitor is not None and columns is not None and monitor.reader.names != columns.tolist():
+        raise reader.error(FEATURE_DRIFT, "must name the columns the file's columns name")
     parts = FittedParts(
         n_classes, prior, encoder, calibrator, decider,
-        None if columns is None else FittedColumns(columns),
+        None if columns is None else FittedColumns(columns), feature_monitor=monitor,
     )  # fmt: skip
     return SavedAdapTable(params, classes, parts, _stream(reader, n_classes))
 
