@@ -22,7 +22,7 @@ from scipy.stats import binomtest, chi2_contingency, ks_2samp
 
 from adaptable import AdapTable
 from adaptable.core.report.column_tests import holm
-from adaptable.core.report.feature_drift import FRAME_COLUMNS, FeatureMonitor, monitor_of
+from adaptable.core.report.feature_drift import FRAME_COLUMNS, monitor_of
 from adaptable.core.report.row_reservoir import RowReservoir
 
 LEVEL = 0.05
@@ -120,18 +120,20 @@ def test_a_shifted_categorical_column_comes_first_with_scipys_statistic(source) 
     assert top["distance"] == pytest.approx(0.5 * np.abs(shares[0] - shares[1]).sum())
 
 
-def test_unseen_categories_and_missing_values_count_apart(source) -> None:
-    method = _fitted(source)
+@pytest.mark.parametrize("preset", ["default", "paper"])
+def test_unseen_categories_and_missing_values_count(source, preset) -> None:
+    method = _fitted(source, preset=preset, calibrator="none")
     for batch in _stream(3, None):
         batch = batch.copy()
-        batch.loc[batch.index[:16], "plan"] = "premium"  # never among the held-out rows
+        batch.loc[batch.index[:16], "plan"] = "premium"  # never among the source rows
         batch.loc[batch.index[:8], "visits"] = np.nan  # (the model refuses it: logits given)
         method.adapt_logits(np.zeros((len(batch), 2)), batch)
     frame = method.feature_drift().set_index("column")
     assert frame.loc["plan", "unseen_share"] == 0.25 and frame.loc["plan", "flagged"]
-    assert frame.loc["visits", "missing_share"] == 0.125 and frame.loc["visits", "flagged"]
     assert np.isnan(frame.loc["visits", "unseen_share"])
-    assert frame.loc["visits", "distance"] >= 0.125  # a missing value counts above every value
+    # a missing number is read as 0, as the Encoder reads it: 12.5 % more zeros than before
+    assert frame.loc["visits", "flagged"] and frame.loc["visits", "distance"] > 0.1
+    assert frame["flagged"].sum() == 2
 
 
 def test_streams_from_the_source_are_flagged_at_the_level() -> None:
@@ -144,9 +146,10 @@ def test_streams_from_the_source_are_flagged_at_the_level() -> None:
     rejected, flagged = np.zeros(5, dtype=int), 0
     streams = 200
     for s in range(streams):
-        monitor = FeatureMonitor.of(_table(rng, 600), seed=s, sample_size=256)
+        held_out = _table(rng, 600)
+        monitor = monitor_of(held_out, held_out, seed=s, sample_size=256)
         for _ in range(4 if s % 2 else 8):
-            monitor.update(_table(rng, 64))
+            monitor.update(monitor.encode(_table(rng, 64)))
         frame = monitor.frame(LEVEL).sort_values("column")
         rejected += (frame["p_value"] <= LEVEL).to_numpy()
         flagged += bool(frame["flagged"].any())
@@ -166,12 +169,12 @@ def test_holm_adjusts_in_order_and_never_below_the_p_value() -> None:
 
 def test_the_stream_record_stays_the_same_size_however_long_the_stream() -> None:
     rng = np.random.default_rng(0)
-    monitor = FeatureMonitor.of(_table(rng, 500), seed=0, sample_size=128)
+    held_out = _table(rng, 500)
+    monitor = monitor_of(held_out, held_out, seed=0, sample_size=128)
     rows = _table(rng, 20_000)
-    rows["city"] = rows["city"].astype(object)
     sizes = {}
     for b in range(10_000):  # batches of two rows: the sample fills after 64 batches
-        monitor.update(rows.iloc[(2 * b) % 20_000 : (2 * b) % 20_000 + 2])
+        monitor.update(monitor.encode(rows.iloc[2 * b : 2 * b + 2]))
         if b + 1 in (100, 1_000, 10_000):
             sizes[b + 1] = (monitor.nbytes, len(pickle.dumps(monitor)))
     assert monitor.rows_seen == 20_000
@@ -196,8 +199,9 @@ def test_the_reservoir_keeps_every_row_with_the_same_chance() -> None:
     assert binomtest(int(by_tenth[-1]), int(by_tenth.sum()), 0.1).pvalue > 1e-3
 
 
-def test_the_record_survives_pickling_save_and_load(source, tmp_path) -> None:
-    method = _fitted(source)
+@pytest.mark.parametrize("preset", ["default", "paper"])  # the adapter's Encoder, or its own
+def test_the_record_survives_pickling_save_and_load(source, tmp_path, preset) -> None:
+    method = _fitted(source, preset=preset, calibrator="none")
     stream = _stream(4, "income", batches=40)  # past the stream's sample of 2,048 rows
     for batch in stream[:36]:
         method.predict_proba(batch)
@@ -240,8 +244,8 @@ def test_a_damaged_record_is_refused_naming_it(source, tmp_path, edited_copy) ->
     def rows_off(tensors, meta):
         meta["feature_drift"]["rows_seen"] += 1
 
-    def kinds_off(tensors, meta):
-        meta["feature_drift"]["kinds"][0] = "ordinal"
+    def encoder_off(tensors, meta):  # the adapter's Encoder is the one the batches come in
+        meta["feature_drift"]["own_encoder"] = True
 
     def generator_off(tensors, meta):
         meta["feature_drift"]["generator"]["has_uint32"] = 7
@@ -249,7 +253,7 @@ def test_a_damaged_record_is_refused_naming_it(source, tmp_path, edited_copy) ->
     for edit, field in (
         (counts_off, "feature_drift.stream_counts"),
         (rows_off, "feature_drift.sample"),  # its rows are no longer the count's
-        (kinds_off, "feature_drift"),
+        (encoder_off, "feature_drift"),
         (generator_off, "feature_drift"),
     ):
         with pytest.raises(ValueError, match=f"field '{field}'"):
@@ -290,21 +294,22 @@ def test_the_level_and_an_adapter_before_any_batch_are_refused(source) -> None:
             method.feature_drift(level=level)
 
 
-def test_arrays_are_read_by_position_and_texts_have_no_columns() -> None:
+def test_arrays_are_read_by_position_and_texts_or_images_have_no_columns() -> None:
     rng = np.random.default_rng(3)
     held_out = np.column_stack([rng.normal(size=400), rng.choice(["a", "b"], 400)]).astype(object)
     held_out[:, 0] = held_out[:, 0].astype(float)
-    monitor = monitor_of(held_out, numerical=[0], seed=0)  # (an object array: declared)
+    monitor = monitor_of(held_out, held_out, numerical=[0], seed=0)  # (object: declared)
     batch = held_out[:64].copy()
     batch[:, 0] = batch[:, 0] + 3.0
-    monitor.update(batch)
+    monitor.update(monitor.encode(batch))
     frame = monitor.frame()
     assert frame["column"].tolist() == [0, 1] and frame["kind"].tolist() == [
         "numerical",
         "categorical",
     ]
     assert frame["flagged"].tolist() == [True, False]
-    assert monitor_of(["a text", "another"]) is None
+    texts, images = ["a text", "another"], np.zeros((2, 8, 8))
+    assert monitor_of(texts, texts) is None and monitor_of(images, images) is None
 
 
 def test_the_wrapped_classifier_reports_its_adapters_columns() -> None:

@@ -194,7 +194,7 @@ class AdapTable(TestTimeMethod):
         self._check_fitted()
         logits, encoded = self._input.read(X_batch, self._check_batch)
         proba = self._adapt(logits, encoded, oracle_labels)
-        self._record_columns(X_batch)
+        self._record_columns(X_batch, encoded)
         return proba
 
     def predict(self, X_batch: Any, *, oracle_labels: Any = None) -> np.ndarray:
@@ -213,7 +213,7 @@ class AdapTable(TestTimeMethod):
         encoded = self._input.beside(logits, X_batch, self._check_batch)
         proba = self._adapt(logits, encoded, oracle_labels)
         if X_batch is not None:
-            self._record_columns(X_batch)
+            self._record_columns(X_batch, encoded)
         return proba
 
     def _adapt(self, logits: np.ndarray, encoded: EncodedBatch | None, oracle: Any) -> np.ndarray:
@@ -232,10 +232,19 @@ class AdapTable(TestTimeMethod):
         self._last, self._n_batches = (decision, temperatures), self._n_batches + 1
         return decision.proba
 
-    def _record_columns(self, X_batch: Any) -> None:
-        """The adapted batch's columns, into the per-column drift monitor."""
-        if self.feature_monitor_ is not None:
-            self.feature_monitor_.update(self._input.conform(X_batch, "X_batch"))
+    def _record_columns(self, X_batch: Any, encoded: EncodedBatch | None) -> None:
+        """The adapted batch's columns into the per-column drift monitor: as the parts encoded
+        them, or encoded by the monitor where no part did (a batch its Encoder cannot read,
+        which the model took, is left out)."""
+        monitor = self.feature_monitor_
+        if monitor is None:
+            return
+        if encoded is None:
+            try:
+                encoded = monitor.encode(self._input.conform(X_batch, "X_batch"))
+            except (TypeError, ValueError):
+                return
+        monitor.update(encoded)
 
     def partial_fit(self, X: Any, y: Any, *, rows: Any = None) -> Self:
         """Labels of target rows predicted earlier (default preset), at any delay, for any

@@ -132,7 +132,8 @@ def fit_parts(model: Any, source: SourceData, params: dict[str, Any]) -> FittedP
         n_classes, prior, encoder, calibrator, decider.fit(context), columns, logit_function,
         None if shared is None else model.logits_from_encoded,
         monitor_of(
-            source.X if source.X_valid is None else source.X_valid,
+            source_rows(source) if encoder is None else None,
+            source.X if source.X_valid is None else source.X_valid, encoder=encoder,
             numerical=params["numerical"], categorical=params["categorical"], seed=context.seed,
         ),
     )  # fmt: skip

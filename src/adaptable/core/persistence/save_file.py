@@ -43,7 +43,6 @@ from adaptable.core.parts.saved_state import (
     is_column_name,
 )
 from adaptable.core.presets import DECIDERS, calibrator_name
-from adaptable.core.report.feature_drift_fields import KEY as FEATURE_DRIFT
 from adaptable.core.report.feature_drift_fields import monitor_state, read_monitor
 from adaptable.framework.fitted_columns import FittedColumns, is_saved_name
 from adaptable.framework.method import check_model_classes
@@ -247,11 +246,9 @@ def _read_parts(reader: StateReader, cls: type) -> SavedAdapTable:
     context = LoadContext(reader, params, n_classes, prior, encoder)
     calibrator = load_calibrator(expected, context)
     decider = decider_class.from_state(context)
-    monitor = read_monitor(reader)
+    monitor = read_monitor(reader, encoder)
     reader.no_unexpected_tensors()
     columns = _columns(reader)
-    if monitor is not None and columns is not None and monitor.reader.names != columns.tolist():
-        raise reader.error(FEATURE_DRIFT, "must name the columns the file's columns name")
     parts = FittedParts(
         n_classes, prior, encoder, calibrator, decider,
         None if columns is None else FittedColumns(columns), feature_monitor=monitor,

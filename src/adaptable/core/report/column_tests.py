@@ -4,10 +4,8 @@
   largest gap between the two empirical distribution functions, is also the column's distance:
   it is the largest difference in probability of a half-line ``x <= t`` between the two samples,
   in [0, 1], unchanged by any monotone rescaling of the column, so columns in any unit compare.
-  A missing value counts as larger than every value: a column that goes missing more (or less)
-  often moves D by at least the change of its missing share. Where values tie (counts, codes)
-  the p-value is conservative: such a column is flagged less often than the level where
-  nothing moved.
+  Where values tie (counts, codes) the p-value is conservative: such a column is flagged less
+  often than the level where nothing moved.
 - :func:`categorical_test`: Pearson's chi-square test of homogeneity on the 2 x B table of
   category counts (held-out, stream), scipy's ``chi2_contingency`` without Yates' correction.
   Bins whose expected count is below :data:`MIN_EXPECTED` in either row are pooled into one
@@ -66,12 +64,12 @@ def numerical_test(reference: np.ndarray, stream: np.ndarray) -> ColumnTest:
     """The two-sample Kolmogorov-Smirnov test of ``stream`` against ``reference``.
 
     Args:
-        reference: the held-out values, (n,) float, NaN for a missing value.
-        stream: the stream's values, (m,) float, NaN for a missing value.
+        reference: the held-out values, (n,) float.
+        stream: the stream's values, (m,) float.
 
     Returns:
-        the test; its distance is D. With ``reference`` and ``stream`` free of NaN, the
-        statistic and p-value are ``scipy.stats.ks_2samp(reference, stream)``'s.
+        the test; its distance is D: the statistic and p-value are
+        ``scipy.stats.ks_2samp(reference, stream)``'s.
     """
     from scipy.stats import ks_2samp
 
@@ -81,8 +79,7 @@ def numerical_test(reference: np.ndarray, stream: np.ndarray) -> ColumnTest:
         # where the exact p-value cannot be computed scipy says so and gives the asymptotic
         # one, as its method="auto" documents: nothing the caller can act on
         warnings.filterwarnings("ignore", "ks_2samp: Exact calculation", RuntimeWarning)
-        # a missing value above every value: the test then also reads the missing share
-        result = ks_2samp(np.nan_to_num(reference, nan=np.inf), np.nan_to_num(stream, nan=np.inf))
+        result = ks_2samp(reference, stream)
     statistic = float(result.statistic)
     return ColumnTest(
         "kolmogorov_smirnov", statistic, float(result.pvalue), "kolmogorov_smirnov", statistic

@@ -1,27 +1,35 @@
 """Per-column drift: each column of the stream against the same column of the held-out rows.
 
-:class:`FeatureMonitor` is fitted on the held-out rows ``fit`` was given (``X_valid``; the
-training rows where there are none) and reads every batch the adapter adapts. Its memory on the
-stream side is fixed, whatever the stream's length:
+:class:`FeatureMonitor` reads the columns as an :class:`~adaptable.encoding.Encoder` reads them
+(:class:`~adaptable.encoding.EncodedBatch`: numerical columns standardised, a missing number
+read as 0 before scaling; categorical columns as codes of the categories seen at fit, -1 for an
+unseen one, a missing value as the category ``"nan"`` where the fit saw one). The adapter hands
+it the batch it encoded anyway (the default preset, or the graph calibrator), so that following
+the columns adds no second reading of the rows; an adapter that encodes nothing has the monitor
+encode the batch with an Encoder of its own.
+
+It is fitted on the held-out rows ``fit`` was given (``X_valid``; the training rows where there
+are none), and its memory on the stream side is fixed, whatever the stream's length:
 
 - numerical columns: a uniform sample of :data:`SAMPLE_SIZE` rows of the stream
   (:class:`~adaptable.core.report.row_reservoir.RowReservoir`, one seeded reservoir for all
   numerical columns), tested against a sample of at most as many held-out rows;
-- categorical columns: the count of the stream's rows in each held-out category, plus one bin
-  for a missing value and one for a category the held-out rows never held (all held-out rows
-  count).
+- categorical columns: the count of the stream's rows in each category, plus one bin for an
+  unseen category (all stream rows and all held-out rows count).
 
 :meth:`FeatureMonitor.frame` tests each column (:mod:`~adaptable.core.report.column_tests`: the
-Kolmogorov-Smirnov test for a numerical column, the chi-square test of homogeneity for a
-categorical one) and flags at ``level`` after Holm's correction across the columns.
+Kolmogorov-Smirnov test for a numerical column, which standardising does not change, the
+chi-square test of homogeneity for a categorical one) and flags at ``level`` after Holm's
+correction across the columns.
 
 Example:
     >>> import numpy as np, pandas as pd
     >>> rng = np.random.default_rng(0)
     >>> held_out = pd.DataFrame({"a": rng.normal(size=500), "b": rng.normal(size=500)})
-    >>> monitor = FeatureMonitor.of(held_out, seed=0)
+    >>> monitor = monitor_of(held_out, held_out, seed=0)
     >>> for _ in range(10):
-    ...     monitor.update(pd.DataFrame({"a": rng.normal(size=64), "b": rng.normal(1, size=64)}))
+    ...     batch = pd.DataFrame({"a": rng.normal(size=64), "b": rng.normal(1, size=64)})
+    ...     monitor.update(monitor.encode(batch))
     >>> frame = monitor.frame()
     >>> frame["column"].tolist(), frame["flagged"].tolist()
     (['b', 'a'], [True, False])
@@ -29,16 +37,16 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from adaptable.core.report.column_reading import ColumnReader, as_table
 from adaptable.core.report.column_tests import categorical_test, holm, numerical_test
 from adaptable.core.report.row_reservoir import RowReservoir
-from adaptable.optional import loaded
+from adaptable.encoding import EncodedBatch, Encoder, UnseenCategoryWarning
 
 #: rows of the stream kept for the numerical columns' tests, and held-out rows tested against
 SAMPLE_SIZE = 2048
@@ -47,23 +55,25 @@ LEVEL = 0.05
 #: :meth:`FeatureMonitor.frame`'s columns, in order
 FRAME_COLUMNS = (
     "column", "kind", "statistic_name", "statistic", "p_value", "p_value_holm",
-    "distance_name", "distance", "rows_seen", "rows_tested", "reference_rows",
-    "missing_share", "unseen_share", "flagged",
+    "distance_name", "distance", "rows_seen", "rows_tested", "reference_rows", "unseen_share",
+    "flagged",
 )  # fmt: skip
 
 
 class FeatureMonitor:
     """The held-out rows' columns, and a bounded record of the stream's.
 
-    Build one with :meth:`of`; a saved file's is rebuilt by
+    Build one with :func:`monitor_of`; a saved file's is rebuilt by
     :mod:`~adaptable.core.report.feature_drift_fields`.
 
     Args:
-        reader: the columns, their kinds and categories.
-        reference: the held-out sample of the numerical columns, (rows, numerical columns),
-            NaN for a missing value.
-        reference_counts: the held-out rows' count in each bin of each categorical column,
-            the columns one after the other (:meth:`ColumnReader.read`).
+        encoder: the Encoder the columns are read through (fitted).
+        own_encoder: whether the monitor encodes the batches itself (else the adapter hands
+            it the batches its parts encoded with the same Encoder).
+        reference: the held-out sample of the numerical columns, standardised,
+            (rows, numerical columns).
+        reference_counts: the held-out rows' count in each bin of each categorical column, the
+            columns one after the other (:attr:`bins`).
         reference_rows: the held-out rows (all of them; ``reference`` may hold fewer).
         sample_size: rows of the stream kept for the numerical columns.
         seed: seeds the choice of the stream rows kept.
@@ -71,7 +81,8 @@ class FeatureMonitor:
 
     def __init__(
         self,
-        reader: ColumnReader,
+        encoder: Encoder,
+        own_encoder: bool,
         reference: np.ndarray,
         reference_counts: np.ndarray,
         reference_rows: int,
@@ -79,64 +90,46 @@ class FeatureMonitor:
         sample_size: int = SAMPLE_SIZE,
         seed: int = 0,
     ) -> None:
-        self.reader = reader
+        self.encoder, self.own_encoder = encoder, own_encoder
         self.reference = reference
         self.reference_counts = reference_counts
         self.reference_rows = reference_rows
         self.sample_size, self.seed = sample_size, seed
-        self.reservoir = RowReservoir(width=len(reader.numerical), size=sample_size, seed=seed)
+        width = len(encoder.numerical_)
+        self.reservoir = RowReservoir(width=width, size=sample_size, seed=seed)
         self.stream_counts = np.zeros_like(reference_counts)
+        self._bins, self._offsets = np.asarray(self.bins, dtype=np.int64), self.starts
 
-    @classmethod
-    def of(
-        cls,
-        rows: Any,
-        *,
-        numerical: Sequence[Any] | None = None,
-        categorical: Sequence[Any] | None = None,
-        seed: int = 0,
-        sample_size: int = SAMPLE_SIZE,
-    ) -> FeatureMonitor:
-        """A monitor of the columns of ``rows``, the held-out rows (a DataFrame, or an array
-        read by position).
+    @property
+    def bins(self) -> list[int]:
+        """Bins per categorical column: its categories, then one for an unseen category."""
+        return [len(c) + 1 for c in self.encoder.categories_]
 
-        Args:
-            rows: the held-out rows, at least one row and one column.
-            numerical, categorical: columns whose kind is given (the others: by dtype,
-                :meth:`~adaptable.core.report.column_reading.ColumnReader.of`).
-            seed: seeds the held-out sample (where there are more than ``sample_size`` rows)
-                and the stream's.
-            sample_size: rows kept on each side for the numerical columns.
-
-        Raises:
-            ValueError: ``rows`` is no table of at least one row and column.
-        """
-        frame = as_table(rows)
-        reader = ColumnReader.of(frame, numerical, categorical)
-        numbers, counts = reader.read(frame)
-        if len(numbers) > sample_size:  # a uniform sample of the held-out rows, seeded
-            kept = np.random.default_rng([seed, 1]).choice(len(numbers), sample_size, False)
-            numbers = numbers[np.sort(kept)]
-        return cls(reader, numbers, counts, len(frame), sample_size=sample_size, seed=seed)
+    @property
+    def starts(self) -> np.ndarray:
+        """Where each categorical column's bins start in the counts."""
+        return np.cumsum([0, *self.bins], dtype=np.int64)[:-1]
 
     @property
     def rows_seen(self) -> int:
         """Stream rows read since fit / reset (or the file's count, after a load)."""
         return self.reservoir.rows_seen
 
-    def update(self, batch: Any) -> None:
-        """Read one batch of the stream (its columns in fit's order, by position); a batch
-        that is no table of fit's number of columns is not read."""
-        torch = loaded("torch")
-        if torch is not None and isinstance(batch, torch.Tensor):
-            batch = batch.detach().cpu().numpy()
-        elif not isinstance(batch, pd.DataFrame | np.ndarray):
-            batch = np.asarray(batch, dtype=object)
-        if self.reader.width(batch) != len(self.reader.names) or not len(batch):
-            return
-        numbers, counts = self.reader.read(batch)
-        self.reservoir.add(numbers)
-        self.stream_counts += counts
+    def encode(self, rows: Any) -> EncodedBatch:
+        """``rows`` (a table, its columns as fit's) read by the monitor's Encoder, without the
+        Encoder's warning about unseen categories (the monitor reports those itself).
+
+        Raises:
+            ValueError: as :meth:`adaptable.encoding.Encoder.encode`.
+        """
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnseenCategoryWarning)
+            return self.encoder.encode(rows)
+
+    def update(self, encoded: EncodedBatch) -> None:
+        """Read one batch of the stream, as the monitor's Encoder encoded it."""
+        self.reservoir.add(encoded.numeric.astype(np.float64))
+        self.stream_counts += category_counts(encoded.codes, self._bins, self._offsets)
 
     def reset(self) -> None:
         """Forget the stream (the held-out side stays)."""
@@ -163,9 +156,8 @@ class FeatureMonitor:
             the distance (``distance_name``: ``"kolmogorov_smirnov"`` or
             ``"total_variation"``, ``distance``), the stream rows read (``rows_seen``) and
             those tested (``rows_tested``: the sample's for a numerical column), the held-out
-            rows tested (``reference_rows``), the stream's share of missing values
-            (``missing_share``) and of categories the held-out rows never held
-            (``unseen_share``, NaN for a numerical column), and ``flagged``.
+            rows tested (``reference_rows``), the stream's share of categories the fit never
+            saw (``unseen_share``, NaN for a numerical column), and ``flagged``.
 
         Raises:
             ValueError: ``level`` outside (0, 1), or no stream row read yet.
@@ -178,22 +170,20 @@ class FeatureMonitor:
             )
         rows: list[dict[str, Any]] = []
         sample = self.reservoir.sample
-        for j, position in enumerate(self.reader.numerical):
+        for j, name in enumerate(self.encoder.numerical_):
             test = numerical_test(self.reference[:, j], sample[:, j])
-            missing = float(np.isnan(sample[:, j]).mean())
-            rows.append(self._row(position, test, len(sample), len(self.reference), missing))
-        starts, bins = self.reader.starts, self.reader.bins
-        for j, position in enumerate(self.reader.categorical):
-            column = slice(starts[j], starts[j] + bins[j])
+            rows.append(self._row(name, "numerical", test, len(sample), len(self.reference)))
+        for name, start, bins in zip(
+            self.encoder.categorical_, self.starts, self.bins, strict=True
+        ):
+            column = slice(start, start + bins)
             reference, stream = self.reference_counts[column], self.stream_counts[column]
             test = categorical_test(reference, stream)
+            unseen = stream[-1] / self.rows_seen
             rows.append(
-                self._row(
-                    position, test, self.rows_seen, self.reference_rows,
-                    stream[-2] / self.rows_seen, stream[-1] / self.rows_seen,
-                )
-            )  # fmt: skip
-        frame = pd.DataFrame(rows)
+                self._row(name, "categorical", test, self.rows_seen, self.reference_rows, unseen)
+            )
+        frame = pd.DataFrame(rows, columns=[c for c in FRAME_COLUMNS if c != "p_value_holm"])
         frame["p_value_holm"] = holm(frame["p_value"].to_numpy())
         frame["flagged"] = frame["p_value_holm"] <= level
         frame = frame.sort_values(
@@ -202,12 +192,12 @@ class FeatureMonitor:
         return frame.loc[:, list(FRAME_COLUMNS)].reset_index(drop=True)
 
     def _row(
-        self, position: int, test: Any, tested: int, reference: int, missing: float,
+        self, name: Any, kind: str, test: Any, tested: int, reference: int,
         unseen: float = float("nan"),
     ) -> dict[str, Any]:  # fmt: skip
         return {
-            "column": self.reader.names[position],
-            "kind": self.reader.kinds[position],
+            "column": name,
+            "kind": kind,
             "statistic_name": test.statistic_name,
             "statistic": test.statistic,
             "p_value": test.p_value,
@@ -216,22 +206,76 @@ class FeatureMonitor:
             "rows_seen": self.rows_seen,
             "rows_tested": tested,
             "reference_rows": reference,
-            "missing_share": float(missing),
             "unseen_share": float(unseen),
         }
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_bins", "_offsets")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._bins, self._offsets = np.asarray(self.bins, dtype=np.int64), self.starts
+
+
+def category_counts(codes: np.ndarray, bins: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The count of rows in each bin of each categorical column, the columns one after the
+    other.
+
+    Args:
+        codes: the Encoder's category codes, (n, categorical columns), -1 for an unseen one.
+        bins: each column's bins, its categories and one for an unseen category, (columns,).
+        starts: where each column's bins start, (columns,).
+
+    Returns:
+        the counts, (sum of ``bins``,) int64.
+    """
+    placed = np.where(codes < 0, bins - 1, codes) + starts
+    return np.bincount(placed.ravel(), minlength=int(bins.sum())).astype(np.int64)
+
 
 def monitor_of(
-    rows: Any,
+    source_rows: Any,
+    held_out: Any,
     *,
+    encoder: Encoder | None = None,
     numerical: Sequence[Any] | None = None,
     categorical: Sequence[Any] | None = None,
     seed: int = 0,
+    sample_size: int = SAMPLE_SIZE,
 ) -> FeatureMonitor | None:
-    """:meth:`FeatureMonitor.of` the held-out ``rows``; ``None`` where they are no table of
-    rows and columns (a model of texts or images: there is no column to follow)."""
+    """A monitor of the columns of ``held_out``, read through ``encoder`` (the adapter's),
+    or through an Encoder of its own fitted on ``source_rows`` as the adapter's would be.
+
+    Args:
+        source_rows: the training and held-out rows (where ``encoder`` is ``None``).
+        held_out: the held-out rows the stream is tested against.
+        encoder: the adapter's fitted Encoder, whose encodings of the batches the adapter
+            hands over; ``None``: the monitor encodes the batches itself.
+        numerical, categorical: the column kinds for an Encoder of its own.
+        seed: seeds the held-out sample (where there are more than ``sample_size`` rows)
+            and the stream's.
+        sample_size: rows kept on each side for the numerical columns.
+
+    Returns:
+        the monitor; ``None`` where the rows are no table the Encoder reads (texts or images
+        given to a model that takes them: no column to follow).
+    """
+    own = encoder is None
     try:
-        table = as_table(rows)
-    except ValueError:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnseenCategoryWarning)
+            if encoder is None:
+                encoder = Encoder(numerical, categorical).fit(source_rows)
+            encoded = encoder.encode(held_out)
+    except (TypeError, ValueError):
         return None
-    return FeatureMonitor.of(table, numerical=numerical, categorical=categorical, seed=seed)
+    numbers = encoded.numeric.astype(np.float64)
+    if len(numbers) > sample_size:  # a uniform sample of the held-out rows, seeded
+        kept = np.random.default_rng([seed, 1]).choice(len(numbers), sample_size, replace=False)
+        numbers = numbers[np.sort(kept)]
+    bins = np.array([len(c) + 1 for c in encoder.categories_], dtype=np.int64)
+    starts = np.cumsum([0, *bins], dtype=np.int64)[:-1]
+    counts = category_counts(encoded.codes, bins, starts)
+    return FeatureMonitor(
+        encoder, own, numbers, counts, len(encoded), sample_size=sample_size, seed=seed
+    )

@@ -1,62 +1,63 @@
 """The saved fields of a :class:`~adaptable.core.report.feature_drift.FeatureMonitor`, and their
 reading back, checked.
 
-Metadata ``feature_drift``: the columns (``columns``, ``kinds``, ``categories``), the sample
-size, the seed, the held-out rows and stream rows counted (``reference_rows``, ``rows_seen``)
-and the reservoir's generator state (``generator``: PCG64's ``state``, ``inc``, ``has_uint32``,
-``uinteger``). Tensors (a missing value is held by a mask: a file holds finite floats only):
+Metadata ``feature_drift``: ``own_encoder`` (whether the monitor encodes the batches itself),
+``encoder`` (that Encoder's state, ``Encoder.to_dict``; ``null`` where the monitor reads the
+adapter's, the file's ``encoder``), the sample size, the seed, the held-out rows and stream rows
+counted (``reference_rows``, ``rows_seen``) and the reservoir's generator state
+(``generator``: PCG64's ``state``, ``inc``, ``has_uint32``, ``uinteger``). Tensors:
 
-- ``feature_drift.reference`` / ``feature_drift.reference_missing``: the held-out sample of the
-  numerical columns, (min(reference_rows, sample_size), numerical columns), float64 / bool;
-- ``feature_drift.sample`` / ``feature_drift.sample_missing``: the stream's sample, (min(rows_seen,
-  sample_size), numerical columns);
+- ``feature_drift.reference``: the held-out sample of the numerical columns, standardised,
+  (min(reference_rows, sample_size), numerical columns), float64;
+- ``feature_drift.sample``: the stream's sample, (min(rows_seen, sample_size), numerical columns);
 - ``feature_drift.reference_counts`` / ``feature_drift.stream_counts``: the categorical columns'
-  bin counts one after the other (each column's categories, missing, unseen), int64.
+  bin counts one after the other (each column's categories, then unseen), int64.
 
-A monitor whose column names a file cannot hold as themselves (a tuple, a date, a name twice)
-is not saved (:func:`monitor_state` gives ``None``); the loaded adapter then has none.
+A monitor whose own Encoder names columns a file cannot hold (a tuple, a date) is not saved
+(:func:`monitor_state` gives ``None``); the loaded adapter then has none.
 
 Example:
-    >>> import numpy as np, pandas as pd
-    >>> from adaptable.core.report.feature_drift import FeatureMonitor
-    >>> monitor = FeatureMonitor.of(pd.DataFrame({"a": [1.0, np.nan], "b": ["x", "y"]}))
-    >>> sorted(monitor_state(monitor).arrays)[:2]
+    >>> import pandas as pd
+    >>> from adaptable.core.report.feature_drift import monitor_of
+    >>> rows = pd.DataFrame({"a": [1.0, 2.0], "b": ["x", "y"]})
+    >>> sorted(monitor_state(monitor_of(rows, rows)).arrays)[:2]
     ['feature_drift.reference', 'feature_drift.reference_counts']
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
 
 from adaptable.core.parts.contexts import PartState
-from adaptable.core.parts.saved_state import StateReader
-from adaptable.core.report.column_reading import KINDS, ColumnReader
+from adaptable.core.parts.saved_state import StateReader, encoder_problem
 from adaptable.core.report.feature_drift import FeatureMonitor
-from adaptable.framework.fitted_columns import is_saved_name
-from adaptable.values import python_value
+from adaptable.encoding import Encoder
 
 #: the metadata key, and the prefix of the tensors
 KEY = "feature_drift"
 _FIELDS = {
-    "columns", "kinds", "categories", "sample_size", "seed", "reference_rows", "rows_seen",
-    "generator",
+    "own_encoder", "encoder", "sample_size", "seed", "reference_rows", "rows_seen", "generator",
 }  # fmt: skip
 _GENERATOR = ("state", "inc", "has_uint32", "uinteger")
 
 
 def monitor_state(monitor: FeatureMonitor) -> PartState | None:
-    """The monitor's saved fields, or ``None`` where its column names cannot be saved."""
-    names = [python_value(n) for n in monitor.reader.names]
-    if not all(map(is_saved_name, names)) or len(set(names)) != len(names):
-        return None
+    """The monitor's saved fields, or ``None`` where its own Encoder cannot be saved."""
+    encoder = None
+    if monitor.own_encoder:
+        try:  # as the file will hold it: through JSON
+            encoder = json.loads(json.dumps(monitor.encoder.to_dict()))
+        except (TypeError, ValueError):
+            return None
+        if encoder_problem(encoder) is not None:
+            return None
     generator = monitor.reservoir.generator_state
-    sample = monitor.reservoir.sample
     metadata = {
-        "columns": names,
-        "kinds": monitor.reader.kinds,
-        "categories": [list(c) for c in monitor.reader.categories],
+        "own_encoder": monitor.own_encoder,
+        "encoder": encoder,
         "sample_size": monitor.sample_size,
         "seed": monitor.seed,
         "reference_rows": monitor.reference_rows,
@@ -69,19 +70,21 @@ def monitor_state(monitor: FeatureMonitor) -> PartState | None:
         },
     }
     arrays = {
-        f"{KEY}.reference": np.nan_to_num(monitor.reference, nan=0.0),
-        f"{KEY}.reference_missing": np.isnan(monitor.reference),
-        f"{KEY}.sample": np.nan_to_num(sample, nan=0.0),
-        f"{KEY}.sample_missing": np.isnan(sample),
+        f"{KEY}.reference": monitor.reference,
+        f"{KEY}.sample": monitor.reservoir.sample,
         f"{KEY}.reference_counts": monitor.reference_counts,
         f"{KEY}.stream_counts": monitor.stream_counts,
     }
     return PartState(arrays, {KEY: metadata})
 
 
-def read_monitor(reader: StateReader) -> FeatureMonitor | None:
+def read_monitor(reader: StateReader, encoder: Encoder | None) -> FeatureMonitor | None:
     """The saved monitor, checked; ``None`` where the file holds none (written before
-    per-column drift was kept, or with column names it cannot hold).
+    per-column drift was kept, or by an adapter whose monitor could not be saved).
+
+    Args:
+        reader: the file.
+        encoder: the adapter's Encoder (the file's ``encoder``), or ``None`` where it has none.
 
     Raises:
         ValueError: a field missing, malformed, or in disagreement with another (named).
@@ -91,47 +94,46 @@ def read_monitor(reader: StateReader) -> FeatureMonitor | None:
     fields = reader.field(KEY, dict)
     if set(fields) != _FIELDS:
         raise reader.error(KEY, f"must hold exactly the keys {sorted(_FIELDS)}")
-    names, kinds, categories = fields["columns"], fields["kinds"], fields["categories"]
-    if (
-        not isinstance(names, list) or not names or not all(map(is_saved_name, names))
-        or len(set(names)) != len(names)
-        or not isinstance(kinds, list) or len(kinds) != len(names)
-        or not all(isinstance(k, str) and k in KINDS for k in kinds)
-    ):  # fmt: skip
-        raise reader.error(KEY, "must name distinct columns, each numerical or categorical")
-    if (
-        not isinstance(categories, list) or len(categories) != kinds.count("categorical")
-        or not all(_sorted_texts(c) for c in categories)
-    ):  # fmt: skip
-        raise reader.error(KEY, "must hold sorted distinct categories per categorical column")
+    own = fields["own_encoder"]
+    if own is not (encoder is None):
+        raise reader.error(KEY, "must read through the adapter's Encoder where it has one")
+    if own:
+        encoder = _encoder(reader, fields["encoder"])
+    elif fields["encoder"] is not None:
+        raise reader.error(KEY, "holds an Encoder of its own but reads the adapter's")
     size = _count(reader, fields, "sample_size", 1)
     seed = _count(reader, fields, "seed", 0)
     reference_rows = _count(reader, fields, "reference_rows", 1)
     rows_seen = _count(reader, fields, "rows_seen", 0)
-    reader_columns = ColumnReader(names, kinds, categories)
-    width = len(reader_columns.numerical)
-    reference = _values(reader, "reference", (min(reference_rows, size), width))
-    sample = _values(reader, "sample", (min(rows_seen, size), width))
-    bins = reader_columns.bins
+    width = len(encoder.numerical_)
+    reference = reader.tensor(f"{KEY}.reference", (min(reference_rows, size), width))
+    sample = reader.tensor(f"{KEY}.sample", (min(rows_seen, size), width))
+    bins = [len(c) + 1 for c in encoder.categories_]
     reference_counts = _counts(reader, "reference_counts", bins, reference_rows)
     stream_counts = _counts(reader, "stream_counts", bins, rows_seen)
     monitor = FeatureMonitor(
-        reader_columns, reference, reference_counts, reference_rows, sample_size=size, seed=seed
-    )
+        encoder, own, reference.astype(np.float64), reference_counts, reference_rows,
+        sample_size=size, seed=seed,
+    )  # fmt: skip
     try:
-        monitor.reservoir.restore(sample, rows_seen, _generator(reader, fields["generator"]))
+        monitor.reservoir.restore(
+            sample.astype(np.float64), rows_seen, _generator(reader, fields["generator"])
+        )
     except (TypeError, ValueError, KeyError, OverflowError) as err:
         raise reader.error(KEY, f"holds a generator state that cannot be restored ({err})") from err
     monitor.stream_counts[:] = stream_counts
     return monitor
 
 
-def _sorted_texts(values: Any) -> bool:
-    return (
-        isinstance(values, list)
-        and all(isinstance(v, str) for v in values)
-        and all(a < b for a, b in zip(values, values[1:], strict=False))
-    )
+def _encoder(reader: StateReader, state: Any) -> Encoder:
+    """The monitor's own Encoder, checked as the adapter's is."""
+    problem = "is no Encoder's state" if not isinstance(state, dict) else encoder_problem(state)
+    if problem is None:
+        try:
+            return Encoder.from_dict(state)
+        except (KeyError, TypeError, ValueError, IndexError) as err:
+            problem = str(err)
+    raise reader.error(KEY, f"holds an Encoder that cannot be read ({problem})")
 
 
 def _count(reader: StateReader, fields: dict[str, Any], name: str, minimum: int) -> int:
@@ -139,13 +141,6 @@ def _count(reader: StateReader, fields: dict[str, Any], name: str, minimum: int)
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise reader.error(KEY, f"must hold {name} as a whole number of at least {minimum}")
     return value
-
-
-def _values(reader: StateReader, name: str, shape: tuple[int, int]) -> np.ndarray:
-    """A numerical sample, its missing values NaN again."""
-    values = reader.tensor(f"{KEY}.{name}", shape, "float64").astype(np.float64)
-    missing = reader.tensor(f"{KEY}.{name}_missing", shape, "bool")
-    return np.where(missing, np.nan, values)
 
 
 def _counts(reader: StateReader, name: str, bins: list[int], total: int) -> np.ndarray:
