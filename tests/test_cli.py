@@ -865,6 +865,38 @@ def test_drift_prints_a_saved_adapters_summary_and_writes_its_report(
     assert fields["verdict"] == "degraded"  # a logistic regression is far from 99 % macro-F1
 
 
+def test_drift_prints_the_columns_that_moved_most(
+    saved_adapter: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], edited_copy
+) -> None:
+    assert cli.main(["drift", str(saved_adapter)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index(
+        "Columns that moved most against the held-out rows (0 of 3 flagged at 5 %, Holm-corrected):"
+    )
+    shown = [line.split() for line in lines[start + 1 :]]  # the three columns of the arrays
+    assert sorted(row[0] for row in shown) == ["0", "1", "2"]
+    assert {row[1] for row in shown} == {"numerical"} and "flagged" not in lines[-1]
+    assert cli.main(["drift", str(saved_adapter), "--columns", "0"]) == 0
+    assert "Columns" not in capsys.readouterr().out
+    assert cli.main(["drift", str(saved_adapter), "--json", "--columns", "2"]) == 0
+    columns = json.loads(capsys.readouterr().out)["feature_drift"]
+    assert len(columns) == 2 and {"column", "distance", "p_value", "flagged"} <= set(columns[0])
+    assert columns[0]["rows_seen"] == 30 * 64 and columns[0]["unseen_share"] is None
+
+    def earlier(tensors, meta):  # a file written before the columns were followed
+        del meta["feature_drift"]
+        for key in [k for k in tensors if k.startswith("feature_drift.")]:
+            del tensors[key]
+
+    older = str(edited_copy(saved_adapter, tmp_path, earlier))
+    assert cli.main(["drift", older]) == 0
+    assert "Columns: this file keeps no per-column record" in capsys.readouterr().out
+    assert cli.main(["drift", older, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["feature_drift"] is None
+    assert cli.main(["drift", older, "--columns", "-1"]) == 2
+    assert "--columns: must be 0 or more; got -1" in capsys.readouterr().err
+
+
 def test_drift_names_the_reports_warnings_in_lines(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -294,6 +294,8 @@ def drift_option_problems(args: argparse.Namespace) -> list[str]:
     problems = []
     if args.last_batches is not None and args.last_batches < 1:
         problems.append(f"--last-batches: must be at least 1; got {args.last_batches}")
+    if args.columns < 0:
+        problems.append(f"--columns: must be 0 or more; got {args.columns}")
     if not 0 <= args.tolerance <= 1:  # NaN fails this too
         problems.append(
             f"--tolerance: a fraction from 0 to 1 (0.05 is 5 points); got {args.tolerance:g}"

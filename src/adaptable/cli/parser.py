@@ -227,6 +227,9 @@ def _add_drift_command(commands: _Commands) -> None:
                        help="standard deviations a verdict needs (default 2)")  # fmt: skip
     drift.add_argument("--reference", type=float, default=None, metavar="FRACTION",
                        help="the level to compare with (default: the model's held-out one)")  # fmt: skip
+    drift.add_argument("--columns", type=int, default=5, metavar="N",
+                       help="also print the N columns that moved most against the held-out "
+                       "rows (AdapTable.feature_drift; default 5, 0: none)")  # fmt: skip
     drift.add_argument("--json", action="store_true", help="print the summary as JSON")
     drift.add_argument("--report", default=None, metavar="CSV",
                        help="also write the per-batch report to this CSV file (folders "

@@ -1,12 +1,15 @@
-"""``adaptable drift FILE``: the drift summary of an adapter saved mid-stream."""
+"""``adaptable drift FILE``: the drift summary of an adapter saved mid-stream, and the columns that
+moved most against its held-out rows (``AdapTable.feature_drift``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 from adaptable.cli.checks import drift_option_problems
 from adaptable.cli.path_checks import figure_problem, os_reason, unwritable
@@ -17,7 +20,8 @@ def drift_command(args: argparse.Namespace) -> int:
     out of range, it cannot be read, or the report or figure cannot be written (the reason on
     one line of standard error; options, and where the report and figure go, are checked
     before the summary is printed). ``--report`` and ``--figure`` create their missing
-    folders."""
+    folders. The ``--columns`` columns that moved most follow the summary (``--json``: its
+    ``feature_drift`` field)."""
     from adaptable import AdapTable
 
     problems = drift_option_problems(args)
@@ -38,14 +42,20 @@ def drift_command(args: argparse.Namespace) -> int:
             deviations=args.deviations,
             reference=args.reference,
         )
+        columns = moved_columns(adapter, args.columns)
     except (OSError, ValueError) as err:
         print(f"adaptable drift: {args.file}: {str(err).removeprefix('adaptable: ')}",
               file=sys.stderr)  # fmt: skip
         return 2
     if args.json:
-        print(json.dumps(summary.as_dict()))
+        fields = summary.as_dict()
+        if args.columns:
+            fields["feature_drift"] = None if columns is None else _records(columns)
+        print(json.dumps(fields))
     else:
         print(summary)
+        if args.columns:
+            print(columns_text(columns))
     report = None
     if args.report is not None or args.figure is not None:
         # the report's own warnings (classes it names by position) as lines, not raw warnings
@@ -76,3 +86,52 @@ def drift_command(args: argparse.Namespace) -> int:
             return 2
         print(f"figure: {args.figure}", file=sys.stderr if args.json else sys.stdout)
     return 0
+
+
+def moved_columns(adapter: Any, top: int) -> Any:
+    """The ``top`` rows of the adapter's per-column drift (``AdapTable.feature_drift``), the
+    flag's count over all columns in its ``attrs["flagged"]``; ``None`` where the file keeps
+    no per-column record or ``top`` is 0."""
+    if top == 0 or getattr(adapter, "feature_monitor_", None) is None:
+        return None
+    frame = adapter.feature_drift()
+    shown = frame.head(top)
+    shown.attrs.update(flagged=int(frame["flagged"].sum()), columns=len(frame))
+    return shown
+
+
+def columns_text(columns: Any) -> str:
+    """The moved columns as lines under the summary."""
+    if columns is None:
+        return "Columns: this file keeps no per-column record (saved by an earlier version)."
+    lines = [
+        f"Columns that moved most against the held-out rows ({columns.attrs['flagged']} of "
+        f"{columns.attrs['columns']} flagged at 5 %, Holm-corrected):"
+    ]
+    width = max(len(str(name)) for name in columns["column"])
+    for row in columns.itertuples(index=False):
+        distance = "D" if row.distance_name == "kolmogorov_smirnov" else "TV"
+        unseen = (
+            f", {100 * row.unseen_share:.1f} % unseen"
+            if row.kind == "categorical" and row.unseen_share > 0
+            else ""
+        )
+        lines.append(
+            f"  {str(row.column):<{width}}  {row.kind:<11}  {distance} {row.distance:.3f}  "
+            f"p {row.p_value:.2g}{unseen}{'  flagged' if row.flagged else ''}"
+        )
+    return "\n".join(lines)
+
+
+def _records(columns: Any) -> list[dict[str, Any]]:
+    """The rows as JSON values (NaN as None, numpy scalars as Python values)."""
+    records = []
+    for record in columns.to_dict(orient="records"):
+        records.append(
+            {
+                key: None if isinstance(value, float) and math.isnan(value) else
+                value.item() if hasattr(value, "item") else value
+                for key, value in record.items()
+            }
+        )  # fmt: skip
+    return records
