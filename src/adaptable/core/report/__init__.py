@@ -8,5 +8,9 @@
 - ``report_columns.py``: the report's columns, the classes' names in them, the empty report;
 - ``heldout_estimate.py``: the calibration-free estimate from the held-out confusion rates;
   ``label_corrected_estimate.py``: the estimate corrected by the labels that came back;
-- ``drift_summary.py``: the verdict against the held-out reference.
+- ``drift_summary.py``: the verdict against the held-out reference;
+- ``feature_drift.py``: :class:`FeatureMonitor`, per-column drift (``AdapTable.feature_drift``)
+  against the held-out rows, on ``row_reservoir.py`` (a fixed-size uniform sample of the
+  stream's rows) and ``column_tests.py`` (the two-sample tests and Holm's correction);
+  ``feature_drift_fields.py``: its saved fields.
 """
