@@ -242,7 +242,7 @@ class AdapTable(TestTimeMethod):
         if encoded is None:
             try:
                 encoded = monitor.encode(self._input.conform(X_batch, "X_batch"))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, IndexError, KeyError):
                 return
         monitor.update(encoded)
 
@@ -333,12 +333,12 @@ class AdapTable(TestTimeMethod):
         since fit / reset (or in the saved file, then since load), tested against the held-out
         rows (``X_valid``; ``X_source`` where none was given). Any preset.
 
-        A numerical column is tested by the two-sample Kolmogorov-Smirnov test on a uniform
-        sample of 2,048 stream rows (a missing value counts as larger than every value), its
-        distance the test's D; a categorical column by the chi-square test of homogeneity of
-        its category counts over all stream rows (missing and unseen categories each a bin of
-        their own), its distance the total variation. Both distances are in [0, 1]. Memory on
-        the stream side is fixed, whatever the stream's length.
+        The columns are read as the Encoder reads them (a missing number as 0; a category
+        unseen at fit in a bin of its own). A numerical column is tested by the two-sample
+        Kolmogorov-Smirnov test on a uniform sample of 2,048 stream rows, its distance the
+        test's D; a categorical column by the chi-square test of homogeneity of its category
+        counts over all stream rows, its distance the total variation. Both distances are in
+        [0, 1]. Memory on the stream side is fixed, whatever the stream's length.
 
         Args:
             level: the family-wise level: a column is flagged where its p-value, adjusted by
