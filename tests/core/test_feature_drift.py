@@ -325,3 +325,15 @@ def test_the_wrapped_classifier_reports_its_adapters_columns() -> None:
     frame = clf.feature_drift()
     assert frame["column"].tolist() == ["b", "a"] and frame["flagged"].tolist() == [True, False]
     assert json.loads(frame.to_json(orient="records"))[0]["column"] == "b"
+
+
+def test_a_batch_the_records_encoder_cannot_read_is_left_out_not_refused(source) -> None:
+    """The paper preset without the graph calibrator reads no features: ``adapt_logits`` takes
+    any rows beside the logits, as before; the record leaves out those it cannot read."""
+    method = _fitted(source, preset="paper", calibrator="none")
+    batch = _stream(10, None, batches=1)[0]
+    for rows in (batch.drop(columns="city"), batch.to_numpy()[:, :2]):
+        assert method.adapt_logits(np.zeros((len(batch), 2)), rows).shape == (64, 2)
+    assert method.feature_monitor_.rows_seen == 0
+    method.adapt_logits(np.zeros((len(batch), 2)), batch)
+    assert method.feature_drift()["rows_seen"].iloc[0] == 64
