@@ -16,6 +16,7 @@ the preset chooses (:mod:`~adaptable.core.presets`). It is assembled from object
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Self
@@ -82,7 +83,9 @@ class AdapTable(TestTimeMethod):
     ``q_low``, ``q_high``, ``temperature``, ``max_temperature``:
     :class:`~adaptable.core.paper.paper_decider.PaperDecider`; ``adjacency``, ``batch_size``,
     ``hidden``, ``epochs``, ``patience``, ``lr``, ``weight_decay``, ``gamma``, ``cal_weight``,
-    ``graphs_per_step``: g_phi, :class:`~adaptable.core.paper.graph_calibrator.GraphCalibrator`.
+    ``graphs_per_step``: g_phi, :class:`~adaptable.core.paper.graph_calibrator.GraphCalibrator`;
+    ``update`` (``"auto"``, ``"refit"``, ``"patch"``, ``"none"``), ``update_in_background``:
+    the model updates when labels come back, :mod:`~adaptable.core.updates.model_updates`.
 
     Attributes (after fit):
         classes_, n_classes_, source_prior_: the labels (sorted), C, and p_s.
@@ -90,6 +93,8 @@ class AdapTable(TestTimeMethod):
         columns_: the columns of a DataFrame fit, which every later DataFrame is put in before
             the model reads it (:class:`~adaptable.framework.fitted_columns.FittedColumns`).
         calibrator_, decider_: the fitted parts.
+        updates_: the model updates (``None``: ``update="none"``, or the paper preset), a
+            :class:`~adaptable.core.updates.model_updates.ModelUpdates` (``summary()``).
         temperature_, post_training_: T of the paper's quantile rule, g_phi's post-training
             report (``None`` where there is none).
 
@@ -125,7 +130,8 @@ class AdapTable(TestTimeMethod):
         gamma: float = 2.0, cal_weight: float = 0.1, graphs_per_step: int | None = None,
         numerical: Sequence[str] | None = None, categorical: Sequence[str] | None = None,
         output: str = "auto", random_state: int | None = None, verbose: bool = False,
-        progress: Progress | None = None,
+        progress: Progress | None = None, update: str = "auto",
+        update_in_background: bool = False,
     ) -> None:  # fmt: skip
         # Every argument kept as given, under its own name (scikit-learn's get_params / clone).
         for name, value in dict(locals()).items():
@@ -165,6 +171,7 @@ class AdapTable(TestTimeMethod):
         self.n_classes_, self.source_prior_ = parts.n_classes, parts.source_prior
         self.encoder_, self.columns_ = parts.encoder, parts.columns
         self.calibrator_, self.decider_ = parts.calibrator, parts.decider
+        self.updates_ = parts.updates
         self._logit_function, self._encoded_logits = parts.logit_function, parts.encoded_logits
         self.temperature_ = self.decider_.temperature_
         self.post_training_ = getattr(self.calibrator_, "report", None)
@@ -182,15 +189,15 @@ class AdapTable(TestTimeMethod):
             encoder=self.encoder_, columns=self.columns_, n_classes=self.n_classes_,
             needs_features=self._needs_features,
         )  # fmt: skip
-        self._intake = LabelIntake(self.decider_, self._input, self.source_prior_)
+        self._intake = LabelIntake(self.decider_, self._input, self.source_prior_, self.updates_)
 
     def predict_proba(self, X_batch: Any, *, oracle_labels: Any = None) -> np.ndarray:
         """Adapt to one test batch and return its probabilities, (n, C) in ``classes_`` order:
         p_bar of Algorithm 1 (paper preset), or the target posteriors re-weighted for the
         objective (default). Stateful. ``oracle_labels``: for ``"oracle_test_labels"`` only."""
         self._check_fitted()
-        logits, encoded = self._input.read(X_batch, self._check_batch)
-        return self._adapt(logits, encoded, oracle_labels)
+        logits, encoded, rows = self._input.read(X_batch, self._check_batch)
+        return self._adapt(logits, encoded, oracle_labels, rows)
 
     def predict(self, X_batch: Any, *, oracle_labels: Any = None) -> np.ndarray:
         """Labels (from ``classes_``) of :meth:`predict_proba` (stateful like it)."""
@@ -206,48 +213,42 @@ class AdapTable(TestTimeMethod):
         self._check_fitted()
         logits = checked_logits(logits, self.n_classes_)
         encoded = self._input.beside(logits, X_batch, self._check_batch)
-        return self._adapt(logits, encoded, oracle_labels)
+        rows = None if X_batch is None else self._input.conform(X_batch, "X_batch")
+        return self._adapt(logits, encoded, oracle_labels, rows)
 
-    def _adapt(self, logits: np.ndarray, encoded: EncodedBatch | None, oracle: Any) -> np.ndarray:
+    def _adapt(
+        self, logits: np.ndarray, encoded: EncodedBatch | None, oracle: Any, rows: Any = None
+    ) -> np.ndarray:
         """One batch on checked logits: calibrate (line 9), then decide."""
         calibrator = self.calibrator_
         trend = calibrator.shift_trend(encoded) if calibrator.needs_shift_trend else None
-        if oracle is not None and not calibrator.needs_labels:
-            raise ValueError(
-                "oracle_labels are only accepted with calibrator='oracle_test_labels'; this "
-                f"AdapTable uses calibrator={self.calibrator!r}."
-            )
-        labels = None if oracle is None else self._label_codes(oracle, "oracle_labels")
-        calibrated, temperatures = calibrator.calibrate(logits, trend, labels)
-        batch = CalibratedBatch(logits, calibrated, encoded, calibrator.is_softmax)
+        calibrated, temperatures = calibrator.calibrate(logits, trend, oracle_codes(self, oracle))
+        updates = self.updates_
+        amend = None if updates is None else functools.partial(updates.amend, rows, logits)
+        batch = CalibratedBatch(logits, calibrated, encoded, calibrator.is_softmax, amend)
         decision = self.decider_.decide(batch)
         self._last, self._n_batches = (decision, temperatures), self._n_batches + 1
         return decision.proba
 
     def partial_fit(self, X: Any, y: Any, *, rows: Any = None) -> Self:
         """Labels of target rows predicted earlier (default preset), at any delay, for any
-        share of the rows: they change the decisions of the batches that come *after* this
-        call, never the predictions already made. Returns self.
+        share of the rows: they change the outputs of the batches *after* this call (the
+        decision, and with ``update`` the model updates), never those already made.
 
         Args:
             X: the rows, as the model takes them (n rows); or ``None`` with ``rows``: the
-                labels then go with the model's scores kept when it predicted those rows (the
-                last 65,536 rows'), and the model is not called again.
+                labels then go with the model's scores kept for those rows (the last 65,536).
             y: their labels (from ``classes_``), (n,).
             rows: optional ids of the rows: their positions in the stream since fit / reset
-                (the first batch holds rows 0 .. n_1 - 1, the next one n_1 .. n_1 + n_2 - 1).
-                With ids the labels are also scored against the predictions made for those
-                rows (the report's ``realised_*`` columns); a label sent again for the same
-                id counts once (within the last 65,536 rows).
+                (the first batch holds rows 0 .. n_1 - 1, the next n_1 .. n_1 + n_2 - 1). With
+                ids the labels are scored against the rows' predictions (the report's
+                ``realised_*`` columns, the updates' choice); a label sent again counts once.
 
         Raises:
             ValueError: the paper preset, a label outside ``classes_``, a length mismatch, an
                 unknown id or one given two labels, or ``X=None`` without ``rows`` or for rows
                 whose scores are no longer kept. Nothing is learnt from a call that raises.
             RuntimeError: ``X`` given to an adapter loaded without a model.
-
-        Example:
-            >>> method.partial_fit(None, y_true[:3], rows=[0, 1, 2])  # doctest: +SKIP
         """
         self._check_fitted()
         self._intake.check_accepts(X, rows, self.preset)
@@ -281,13 +282,12 @@ class AdapTable(TestTimeMethod):
     ) -> DriftSummary:  # fmt: skip
         """A :class:`~adaptable.core.report.drift_summary.DriftSummary` (``print`` it): whether
         the adapter still does as well on the stream as the model did on its held-out source
-        rows (default preset), with the drift tests, the label distribution, the objective over
-        the stream and a verdict (``"degraded"``, ``"holding"``, ``"undetermined"`` or
-        ``"unverified"``).
+        rows (default preset), with the drift tests, the label distribution, the objective, the
+        model update in use and a verdict (``"degraded"``, ``"holding"``, ``"undetermined"``
+        or ``"unverified"``).
 
         Args:
-            last_batches: summarise only the latest batches (None: every batch since fit /
-                reset / load).
+            last_batches: summarise only the latest batches (None: all since fit / reset / load).
             tolerance: the fall of the objective accepted (a fraction: 0.05 is 5 points).
             deviations: the standard deviations a verdict needs on each side.
             reference: the level to compare with (a fraction, taken as exact); None: the
@@ -296,9 +296,6 @@ class AdapTable(TestTimeMethod):
         Raises:
             ValueError: the paper preset, no batch adapted yet, ``last_batches`` below 1, a
                 negative ``tolerance`` or ``deviations``, or a ``reference`` outside [0, 1].
-
-        Example:
-            >>> print(method.drift_summary(last_batches=50))  # doctest: +SKIP
         """
         self._check_fitted()
         return self._intake.drift_summary(
@@ -310,6 +307,8 @@ class AdapTable(TestTimeMethod):
         """Back to the state right after fit (the online estimates and tests forget the stream)."""
         self._check_fitted()
         self.decider_.reset()
+        if self.updates_ is not None:
+            self.updates_.reset()
         self._last, self._saved_last, self._n_batches = None, None, 0
 
     @property
@@ -324,24 +323,24 @@ class AdapTable(TestTimeMethod):
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the fitted state, mid-stream, to one ``.safetensors`` file (no pickle), with
         the parameters of the last fit; the model is not saved (pass it to :meth:`load`).
-
-        Raises:
-            FileNotFoundError: the folder of ``path`` does not exist.
-            IsADirectoryError: ``path`` is a folder.
-        """
+        Raises ``ValueError`` once model updates have learnt from labels (pickle then),
+        ``FileNotFoundError`` / ``IsADirectoryError`` for a missing folder / a folder."""
         self._check_fitted()
         write(self, path)
 
     @classmethod
     def load(
-        cls, path: str | os.PathLike[str], model: Any = None, output: str | None = None
-    ) -> AdapTable:
+        cls, path: str | os.PathLike[str], model: Any = None, output: str | None = None, *,
+        training_rows: tuple[Any, Any] | None = None,
+    ) -> AdapTable:  # fmt: skip
         """Read a file written by :meth:`save`, checking every field and tensor it holds.
 
         Args:
             path: the file.
             model: the source model (without it only :meth:`adapt_logits` works).
             output: overrides the saved ``output`` argument for ``model``.
+            training_rows: ``(X_source, y_source)`` as given to fit, for the model updates'
+                refit (without them labels fit the patch alone; ``updates_.refusal`` says so).
 
         Raises:
             ValueError: not an AdapTable file, one of a later version, a field missing,
@@ -351,8 +350,22 @@ class AdapTable(TestTimeMethod):
         saved = read(cls, path, model)
         method = cls(**saved.params_with(output))
         method._fitted_params, method.classes_ = method.get_params(deep=False), saved.classes
-        method._start(saved.parts_with(model, method.output), saved.stream)
+        rows = training_rows and (training_rows[0], method._label_codes(training_rows[1], "y"))
+        method._start(saved.parts_with(model, method.output, rows), saved.stream)
         return method
+
+
+def oracle_codes(method: AdapTable, oracle: Any) -> np.ndarray | None:
+    """The codes of a batch's ``oracle_labels`` (``None``: none given); ``ValueError`` where
+    the calibrator takes none."""
+    if oracle is None:
+        return None
+    if not method.calibrator_.needs_labels:
+        raise ValueError(
+            "oracle_labels are only accepted with calibrator='oracle_test_labels'; this "
+            f"AdapTable uses calibrator={method.calibrator!r}."
+        )
+    return method._label_codes(oracle, "oracle_labels")
 
 
 def check_parameters(method: AdapTable, params: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from adaptable.core.paper.label_handler import source_prior
 from adaptable.core.parts.contexts import FitContext, source_rows
 from adaptable.core.parts.decider import Decider
 from adaptable.core.presets import DECIDERS, calibrator_name
+from adaptable.core.updates.model_updates import ModelUpdates
 from adaptable.encoding import Encoder
 from adaptable.framework.fitted_columns import FittedColumns
 from adaptable.framework.method import SourceData
@@ -48,6 +49,7 @@ class FittedParts:
         logit_function: the model's logits of rows (``None``: loaded without a model).
         encoded_logits: a model sharing its Encoder (:func:`shared_encoder`): its logits of
             the rows that Encoder encoded; else ``None``.
+        updates: the model updates (``None``: ``update="none"``, or the paper preset).
     """
 
     n_classes: int
@@ -58,6 +60,7 @@ class FittedParts:
     columns: FittedColumns | None = None
     logit_function: LogitFunction | None = None
     encoded_logits: LogitFunction | None = None
+    updates: ModelUpdates | None = None
 
 
 def fit_parts(model: Any, source: SourceData, params: dict[str, Any]) -> FittedParts:
@@ -122,9 +125,24 @@ def fit_parts(model: Any, source: SourceData, params: dict[str, Any]) -> FittedP
         progress_callback(params["verbose"], params["progress"]),
     )  # fmt: skip
     calibrator = fit_calibrator(name, context, params)
+    updates = model_updates(params, n_classes)
+    if updates is not None:
+        updates.fit(model, source.X, source.y, encoder, params["output"])
     return FittedParts(
         n_classes, prior, encoder, calibrator, decider.fit(context), columns, logit_function,
-        None if shared is None else model.logits_from_encoded,
+        None if shared is None else model.logits_from_encoded, updates,
+    )  # fmt: skip
+
+
+def model_updates(params: dict[str, Any], n_classes: int) -> ModelUpdates | None:
+    """The model updates ``params`` ask for, unfitted: the default preset's, unless
+    ``update="none"`` (earlier versions' parameters, without ``update``, ask for none)."""
+    mode = params.get("update", "none")
+    if params["preset"] != "default" or mode == "none":
+        return None
+    return ModelUpdates(
+        mode, objective=params["objective"], n_classes=n_classes,
+        seed=_seed(params["random_state"]), background=params.get("update_in_background", False),
     )  # fmt: skip
 
 

@@ -96,6 +96,10 @@ ADDED_ATTRIBUTES: Mapping[str, Mapping[str, Any]] = {
         "report_batches": EARLIER_REPORT_BATCHES,
         # before prior_reference, label shift was read against p_s
         "prior_reference": "labels",
+        # before the model updates, labels re-weighted the frozen model only
+        "update": "none",
+        "update_in_background": False,
+        "updates_": None,
     },
     "RecommendedDecider": {
         "report_batches": EARLIER_REPORT_BATCHES,
