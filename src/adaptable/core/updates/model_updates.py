@@ -186,6 +186,11 @@ class ModelUpdates:
         self._failed: set[str] = set()
 
     @property
+    def fitting(self) -> bool:
+        """Whether a background fit is under way."""
+        return self._pending is not None and not self._pending.done()
+
+    @property
     def n_labelled(self) -> int:
         """Labelled rows received since fit / reset."""
         return self._labelled.n_seen
