@@ -186,6 +186,10 @@ def test_save_refuses_learnt_updates_and_load_with_training_rows_continues_ident
     )
     with pytest.raises(ValueError, match="Pickle or joblib"):
         adapter.save(tmp_path / "b.safetensors")
+    adapter.save(tmp_path / "c.safetensors", drop_updates=True)
+    dropped = AdapTable.load(tmp_path / "c.safetensors", model)
+    assert dropped.update == "none" and dropped.updates_ is None
+    assert dropped.report().equals(adapter.report())
     without_rows = AdapTable.load(tmp_path / "a.safetensors", model)
     assert without_rows.updates_.names == ["adapted", "patch"]
     assert "training rows" in without_rows.updates_.refusal

@@ -320,13 +320,14 @@ class AdapTable(TestTimeMethod):
             getattr(self, "_saved_last", None), self._n_batches,
         )  # fmt: skip
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str], *, drop_updates: bool = False) -> None:
         """Write the fitted state, mid-stream, to one ``.safetensors`` file (no pickle), with
         the parameters of the last fit; the model is not saved (pass it to :meth:`load`).
-        Raises ``ValueError`` once model updates have learnt from labels (pickle then),
-        ``FileNotFoundError`` / ``IsADirectoryError`` for a missing folder / a folder."""
+        Raises ``ValueError`` once model updates have learnt from labels (pickle; or
+        ``drop_updates=True``: the file then says ``update="none"``), ``FileNotFoundError`` /
+        ``IsADirectoryError`` for a missing folder / a folder."""
         self._check_fitted()
-        write(self, path)
+        write(self, path, drop_updates=drop_updates)
 
     @classmethod
     def load(

@@ -92,10 +92,11 @@ class SavedAdapTable:
         return dataclasses.replace(self.parts, logit_function=logits, updates=updates)
 
 
-def write(method: Any, path: str | os.PathLike[str]) -> None:
+def write(method: Any, path: str | os.PathLike[str], *, drop_updates: bool = False) -> None:
     """Write a fitted AdapTable to ``path`` (see ``AdapTable.save``); reads only its public
     fitted attributes (``classes_``, ``n_classes_``, ``source_prior_``, ``encoder_``,
-    ``calibrator_``, ``decider_``) and parameters.
+    ``calibrator_``, ``decider_``, ``updates_``) and parameters. ``drop_updates``: leave the
+    model updates out, the file's parameters saying ``update="none"``.
 
     Raises:
         FileNotFoundError: the folder of ``path`` does not exist (it is named).
@@ -107,12 +108,12 @@ def write(method: Any, path: str | os.PathLike[str]) -> None:
 
     from adaptable import __version__
 
-    _check_savable(method)
+    _check_savable(method, drop_updates)
     arrays: dict[str, np.ndarray] = {"source_prior": method.source_prior_}
     meta: dict[str, Any] = {
         "format": FORMAT,
         "version": __version__,
-        "params": _saved_params(method),
+        "params": _saved_params(method) | ({"update": "none"} if drop_updates else {}),
         "n_classes": method.n_classes_,
         "calibrator": method.calibrator_.name,
     }
@@ -159,16 +160,17 @@ def write(method: Any, path: str | os.PathLike[str]) -> None:
         raise OSError(f"Cannot save to {name!r} ({err}).") from err
 
 
-def _check_savable(method: Any) -> None:
+def _check_savable(method: Any, drop_updates: bool = False) -> None:
     """A ValueError, before anything is written, where the file could not hold the labels or
     the encoded columns' names as themselves (JSON has no dates, tuples, ...)."""
     updates = getattr(method, "updates_", None)
-    if updates is not None and updates.n_labelled:
+    if updates is not None and updates.n_labelled and not drop_updates:
         raise ValueError(
             f"AdapTable.save: the model updates (update={updates.mode!r}) have learnt from "
             f"{updates.n_labelled} labelled rows, which a .safetensors file cannot hold (a "
-            "refitted model is not an array). Pickle or joblib.dump the adapter to keep them, "
-            "or use AdapTable(update='none') where a .safetensors file is required."
+            "refitted model is not an array). Pickle or joblib.dump the adapter to keep them; "
+            "or save(path, drop_updates=True) to write the adapter without them (it loads as "
+            "update='none'); or use AdapTable(update='none') from fit on."
         )
     labels = [python_value(c) for c in method.classes_.tolist()]
     if not all(isinstance(c, SAVED_LABEL_TYPES) for c in labels):
