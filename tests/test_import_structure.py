@@ -43,7 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("adaptable.core.decision",),
     ("adaptable.core.labels",),
     ("adaptable.core.report",),
-    ("adaptable.core.paper", "adaptable.core.recommended"),
+    ("adaptable.core.paper", "adaptable.core.recommended", "adaptable.core.updates"),
     ("adaptable.core.presets",),
     ("adaptable.core.batch_input",),
     ("adaptable.core.fitted_parts",),

@@ -12,7 +12,7 @@ Example:
     ...     logit_function=lambda X: np.asarray(X, dtype=float), encoded_logits=None,
     ...     encoder=None, columns=None, n_classes=2, needs_features=False,
     ... )
-    >>> logits, encoded = reading.read([[0.0, 1.0], [2.0, 0.5]], len)
+    >>> logits, encoded, rows = reading.read([[0.0, 1.0], [2.0, 0.5]], len)
     >>> logits.shape, encoded is None
     ((2, 2), True)
 """
@@ -80,9 +80,20 @@ class BatchInput:
         """``X`` with the fit's columns in the fit's order (``what`` names it in a refusal)."""
         return X if self.columns is None else self.columns.conform(X, what)
 
-    def read(self, X_batch: Any, count: RowCount) -> tuple[np.ndarray, EncodedBatch | None]:
-        """A batch's checked logits (n, C), and its encoded rows where a part reads features
-        (else ``None``).
+    def rows_beside(self, X_batch: Any) -> Any:
+        """The rows given beside logits, the fit's columns in order, for the parts that keep
+        rows (the model updates, the per-column record); ``None`` where there are none or they
+        cannot be put in order (a preset that reads no features takes any rows there)."""
+        if X_batch is None:
+            return None
+        try:
+            return self.conform(X_batch, "X_batch")
+        except (TypeError, ValueError, KeyError, IndexError):
+            return None
+
+    def read(self, X_batch: Any, count: RowCount) -> tuple[np.ndarray, EncodedBatch | None, Any]:
+        """A batch's checked logits (n, C), its encoded rows where a part reads features (else
+        ``None``), and the rows as the model read them (the fit's columns in order).
 
         The rows are encoded before the model sees them: a wrong table fails with the
         Encoder's message rather than deep inside the model; a model sharing the Encoder
@@ -99,8 +110,10 @@ class BatchInput:
         X_batch = self.conform(X_batch, "X_batch")
         encoded = self.encoder.encode(X_batch) if self.needs_features else None
         if encoded is not None and self.encoded_logits is not None:
-            return checked_logits(self.encoded_logits(encoded), self.n_classes, n_rows), encoded
-        return checked_logits(self.logit_function(X_batch), self.n_classes, n_rows), encoded
+            logits = self.encoded_logits(encoded)
+        else:
+            logits = self.logit_function(X_batch)
+        return checked_logits(logits, self.n_classes, n_rows), encoded, X_batch
 
     def model_logits(self, X: Any, n_rows: int) -> np.ndarray:
         """The model's checked logits (n, C) of ``n_rows`` rows already conformed (the

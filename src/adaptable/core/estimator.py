@@ -16,6 +16,7 @@ the preset chooses (:mod:`~adaptable.core.presets`). It is assembled from object
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Self
@@ -33,6 +34,7 @@ from adaptable.core.persistence.save_file import read, write
 from adaptable.core.presets import DECIDERS, PARAMETER_CONSTRAINTS, calibrator_name
 from adaptable.core.report.drift_log import REPORT_BATCHES
 from adaptable.core.report.drift_summary import DriftSummary
+from adaptable.core.report.feature_drift import drift_frame
 from adaptable.encoding import EncodedBatch
 from adaptable.framework.fitted_columns import FittedColumns
 from adaptable.framework.method import SourceData, TestTimeMethod
@@ -82,7 +84,9 @@ class AdapTable(TestTimeMethod):
     ``q_low``, ``q_high``, ``temperature``, ``max_temperature``:
     :class:`~adaptable.core.paper.paper_decider.PaperDecider`; ``adjacency``, ``batch_size``,
     ``hidden``, ``epochs``, ``patience``, ``lr``, ``weight_decay``, ``gamma``, ``cal_weight``,
-    ``graphs_per_step``: g_phi, :class:`~adaptable.core.paper.graph_calibrator.GraphCalibrator`.
+    ``graphs_per_step``: g_phi, :class:`~adaptable.core.paper.graph_calibrator.GraphCalibrator`;
+    ``update`` (``"auto"``, ``"refit"``, ``"patch"``, ``"none"``), ``update_in_background``:
+    the model updates when labels come back, :mod:`~adaptable.core.updates.model_updates`.
 
     Attributes (after fit):
         classes_, n_classes_, source_prior_: the labels (sorted), C, and p_s.
@@ -92,6 +96,8 @@ class AdapTable(TestTimeMethod):
         calibrator_, decider_: the fitted parts.
         feature_monitor_: per-column drift against the held-out rows (:meth:`feature_drift`;
             ``None`` where none is kept).
+        updates_: the model updates (``None``: ``update="none"``, or the paper preset), a
+            :class:`~adaptable.core.updates.model_updates.ModelUpdates` (``summary()``).
         temperature_, post_training_: T of the paper's quantile rule, g_phi's post-training
             report (``None`` where there is none).
 
@@ -127,7 +133,8 @@ class AdapTable(TestTimeMethod):
         gamma: float = 2.0, cal_weight: float = 0.1, graphs_per_step: int | None = None,
         numerical: Sequence[str] | None = None, categorical: Sequence[str] | None = None,
         output: str = "auto", random_state: int | None = None, verbose: bool = False,
-        progress: Progress | None = None,
+        progress: Progress | None = None, update: str = "auto",
+        update_in_background: bool = False,
     ) -> None:  # fmt: skip
         # Every argument kept as given, under its own name (scikit-learn's get_params / clone).
         for name, value in dict(locals()).items():
@@ -168,6 +175,7 @@ class AdapTable(TestTimeMethod):
         self.encoder_, self.columns_ = parts.encoder, parts.columns
         self.calibrator_, self.decider_ = parts.calibrator, parts.decider
         self.feature_monitor_ = parts.feature_monitor
+        self.updates_ = parts.updates
         self._logit_function, self._encoded_logits = parts.logit_function, parts.encoded_logits
         self.temperature_ = self.decider_.temperature_
         self.post_training_ = getattr(self.calibrator_, "report", None)
@@ -185,17 +193,15 @@ class AdapTable(TestTimeMethod):
             encoder=self.encoder_, columns=self.columns_, n_classes=self.n_classes_,
             needs_features=self._needs_features,
         )  # fmt: skip
-        self._intake = LabelIntake(self.decider_, self._input, self.source_prior_)
+        self._intake = LabelIntake(self.decider_, self._input, self.source_prior_, self.updates_)
 
     def predict_proba(self, X_batch: Any, *, oracle_labels: Any = None) -> np.ndarray:
         """Adapt to one test batch and return its probabilities, (n, C) in ``classes_`` order:
         p_bar of Algorithm 1 (paper preset), or the target posteriors re-weighted for the
         objective (default). Stateful. ``oracle_labels``: for ``"oracle_test_labels"`` only."""
         self._check_fitted()
-        logits, encoded = self._input.read(X_batch, self._check_batch)
-        proba = self._adapt(logits, encoded, oracle_labels)
-        self._record_columns(X_batch, encoded)
-        return proba
+        logits, encoded, rows = self._input.read(X_batch, self._check_batch)
+        return self._adapt(logits, encoded, oracle_labels, rows)
 
     def predict(self, X_batch: Any, *, oracle_labels: Any = None) -> np.ndarray:
         """Labels (from ``classes_``) of :meth:`predict_proba` (stateful like it)."""
@@ -211,65 +217,44 @@ class AdapTable(TestTimeMethod):
         self._check_fitted()
         logits = checked_logits(logits, self.n_classes_)
         encoded = self._input.beside(logits, X_batch, self._check_batch)
-        proba = self._adapt(logits, encoded, oracle_labels)
-        if X_batch is not None:
-            self._record_columns(X_batch, encoded)
-        return proba
+        rows = self._input.rows_beside(X_batch)
+        return self._adapt(logits, encoded, oracle_labels, rows)
 
-    def _adapt(self, logits: np.ndarray, encoded: EncodedBatch | None, oracle: Any) -> np.ndarray:
+    def _adapt(
+        self, logits: np.ndarray, encoded: EncodedBatch | None, oracle: Any, rows: Any = None
+    ) -> np.ndarray:
         """One batch on checked logits: calibrate (line 9), then decide."""
         calibrator = self.calibrator_
         trend = calibrator.shift_trend(encoded) if calibrator.needs_shift_trend else None
-        if oracle is not None and not calibrator.needs_labels:
-            raise ValueError(
-                "oracle_labels are only accepted with calibrator='oracle_test_labels'; this "
-                f"AdapTable uses calibrator={self.calibrator!r}."
-            )
-        labels = None if oracle is None else self._label_codes(oracle, "oracle_labels")
-        calibrated, temperatures = calibrator.calibrate(logits, trend, labels)
-        batch = CalibratedBatch(logits, calibrated, encoded, calibrator.is_softmax)
+        calibrated, temperatures = calibrator.calibrate(logits, trend, oracle_codes(self, oracle))
+        updates = self.updates_
+        amend = None if updates is None else functools.partial(updates.amend, rows, logits)
+        batch = CalibratedBatch(logits, calibrated, encoded, calibrator.is_softmax, amend)
         decision = self.decider_.decide(batch)
         self._last, self._n_batches = (decision, temperatures), self._n_batches + 1
+        if rows is not None and self.feature_monitor_ is not None:  # per-column drift
+            self.feature_monitor_.observe(rows, encoded)
         return decision.proba
-
-    def _record_columns(self, X_batch: Any, encoded: EncodedBatch | None) -> None:
-        """The adapted batch's columns into the per-column drift monitor: as the parts encoded
-        them, or encoded by the monitor where no part did (a batch its Encoder cannot read,
-        which the model took, is left out)."""
-        monitor = self.feature_monitor_
-        if monitor is None:
-            return
-        if encoded is None:
-            try:
-                encoded = monitor.encode(self._input.conform(X_batch, "X_batch"))
-            except (TypeError, ValueError, IndexError, KeyError):
-                return
-        monitor.update(encoded)
 
     def partial_fit(self, X: Any, y: Any, *, rows: Any = None) -> Self:
         """Labels of target rows predicted earlier (default preset), at any delay, for any
-        share of the rows: they change the decisions of the batches that come *after* this
-        call, never the predictions already made. Returns self.
+        share of the rows: they change the outputs of the batches *after* this call (the
+        decision, and with ``update`` the model updates), never those already made.
 
         Args:
             X: the rows, as the model takes them (n rows); or ``None`` with ``rows``: the
-                labels then go with the model's scores kept when it predicted those rows (the
-                last 65,536 rows'), and the model is not called again.
+                labels then go with the model's scores kept for those rows (the last 65,536).
             y: their labels (from ``classes_``), (n,).
             rows: optional ids of the rows: their positions in the stream since fit / reset
-                (the first batch holds rows 0 .. n_1 - 1, the next one n_1 .. n_1 + n_2 - 1).
-                With ids the labels are also scored against the predictions made for those
-                rows (the report's ``realised_*`` columns); a label sent again for the same
-                id counts once (within the last 65,536 rows).
+                (the first batch holds rows 0 .. n_1 - 1, the next n_1 .. n_1 + n_2 - 1). With
+                ids the labels are scored against the rows' predictions (the report's
+                ``realised_*`` columns, the updates' choice); a label sent again counts once.
 
         Raises:
             ValueError: the paper preset, a label outside ``classes_``, a length mismatch, an
                 unknown id or one given two labels, or ``X=None`` without ``rows`` or for rows
                 whose scores are no longer kept. Nothing is learnt from a call that raises.
             RuntimeError: ``X`` given to an adapter loaded without a model.
-
-        Example:
-            >>> method.partial_fit(None, y_true[:3], rows=[0, 1, 2])  # doctest: +SKIP
         """
         self._check_fitted()
         self._intake.check_accepts(X, rows, self.preset)
@@ -287,13 +272,9 @@ class AdapTable(TestTimeMethod):
         return self
 
     def report(self) -> pd.DataFrame:
-        """The drift report (default preset): one row per batch adapted since fit / reset /
-        load, the last ``report_batches`` of them (up to a quarter more); columns:
-        :meth:`adaptable.core.report.drift_log.DriftLog.frame`, classes named by ``classes_``.
-
-        Raises:
-            ValueError: the paper preset (it keeps no report).
-        """
+        """The drift report (default preset; ``ValueError`` for the paper's): one row per batch
+        adapted since fit / reset / load, the last ``report_batches`` of them (up to a quarter
+        more); columns: :meth:`adaptable.core.report.drift_log.DriftLog.frame`."""
         self._check_fitted()
         return self._intake.report(self.classes_, self.preset)
 
@@ -303,25 +284,12 @@ class AdapTable(TestTimeMethod):
     ) -> DriftSummary:  # fmt: skip
         """A :class:`~adaptable.core.report.drift_summary.DriftSummary` (``print`` it): whether
         the adapter still does as well on the stream as the model did on its held-out source
-        rows (default preset), with the drift tests, the label distribution, the objective over
-        the stream and a verdict (``"degraded"``, ``"holding"``, ``"undetermined"`` or
-        ``"unverified"``).
-
-        Args:
-            last_batches: summarise only the latest batches (None: every batch since fit /
-                reset / load).
-            tolerance: the fall of the objective accepted (a fraction: 0.05 is 5 points).
-            deviations: the standard deviations a verdict needs on each side.
-            reference: the level to compare with (a fraction, taken as exact); None: the
-                model's objective on the held-out source rows, with its deviation.
-
-        Raises:
-            ValueError: the paper preset, no batch adapted yet, ``last_batches`` below 1, a
-                negative ``tolerance`` or ``deviations``, or a ``reference`` outside [0, 1].
-
-        Example:
-            >>> print(method.drift_summary(last_batches=50))  # doctest: +SKIP
-        """
+        rows (default preset): the drift tests, the label distribution, the objective, the model
+        update in use and a verdict. ``last_batches``: the latest batches only (None: all);
+        ``tolerance``: the fall accepted (0.05: 5 points); ``deviations``: the standard
+        deviations a verdict needs; ``reference``: a level taken as exact (None: the model's on
+        the held-out rows). ``ValueError``: the paper preset, no batch yet, or an option out of
+        range (:func:`~adaptable.core.report.drift_summary.summarise`)."""
         self._check_fitted()
         return self._intake.drift_summary(
             self.classes_, self.preset, last_batches=last_batches, tolerance=tolerance,
@@ -329,51 +297,19 @@ class AdapTable(TestTimeMethod):
         )  # fmt: skip
 
     def feature_drift(self, *, level: float = 0.05) -> pd.DataFrame:
-        """Per-column drift: each column of the table given to ``fit`` on the stream adapted
-        since fit / reset (or in the saved file, then since load), tested against the held-out
-        rows (``X_valid``; ``X_source`` where none was given). Any preset.
-
-        The columns are read as the Encoder reads them (a missing number as 0; a category
-        unseen at fit in a bin of its own). A numerical column is tested by the two-sample
-        Kolmogorov-Smirnov test on a uniform sample of 2,048 stream rows, its distance the
-        test's D; a categorical column by the chi-square test of homogeneity of its category
-        counts over all stream rows, its distance the total variation. Both distances are in
-        [0, 1]. Memory on the stream side is fixed, whatever the stream's length.
-
-        Args:
-            level: the family-wise level: a column is flagged where its p-value, adjusted by
-                Holm's method across the columns, is at most ``level``; where no column moved,
-                any column is flagged with a chance of at most ``level``.
-
-        Returns:
-            one row per column, the flagged columns first, then by distance (largest first);
-            columns ``column``, ``kind``, ``statistic_name``, ``statistic``, ``p_value``,
-            ``p_value_holm``, ``distance_name``, ``distance``, ``rows_seen``,
-            ``rows_tested``, ``reference_rows``, ``missing_share``, ``unseen_share``,
-            ``flagged`` (:meth:`adaptable.core.report.feature_drift.FeatureMonitor.frame`).
-
-        Raises:
-            ValueError: no batch adapted yet, ``level`` outside (0, 1), or no per-column
-                record kept (``fit`` had no table of columns, or the file holds none).
-
-        Example:
-            >>> method.feature_drift().head(3)  # doctest: +SKIP
-        """
+        """Per-column drift of the stream since fit / reset (or load) against the held-out rows,
+        any preset: one row per column of fit's table, the columns flagged at the family-wise
+        ``level`` (Holm) first, then by distance. The tests, the columns and the errors
+        (``ValueError``: no batch yet, ``level`` outside (0, 1), or no per-column record):
+        :func:`~adaptable.core.report.feature_drift.drift_frame`."""
         self._check_fitted()
-        if self.feature_monitor_ is None:
-            raise ValueError(
-                "adaptable: feature_drift() has no per-column record: fit's rows were no "
-                "table of columns, or the adapter was loaded from a file without one (written "
-                "by an earlier version, or with column names a file cannot hold)."
-            )
-        return self.feature_monitor_.frame(level)
+        return drift_frame(self.feature_monitor_, level)
 
     def reset(self) -> None:
         """Back to the state right after fit (the online estimates and tests forget the stream)."""
         self._check_fitted()
-        self.decider_.reset()
-        if self.feature_monitor_ is not None:
-            self.feature_monitor_.reset()
+        for part in (self.decider_, self.feature_monitor_, self.updates_):
+            part is None or part.reset()
         self._last, self._saved_last, self._n_batches = None, None, 0
 
     @property
@@ -385,27 +321,28 @@ class AdapTable(TestTimeMethod):
             getattr(self, "_saved_last", None), self._n_batches,
         )  # fmt: skip
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str], *, drop_updates: bool = False) -> None:
         """Write the fitted state, mid-stream, to one ``.safetensors`` file (no pickle), with
         the parameters of the last fit; the model is not saved (pass it to :meth:`load`).
-
-        Raises:
-            FileNotFoundError: the folder of ``path`` does not exist.
-            IsADirectoryError: ``path`` is a folder.
-        """
+        Raises ``ValueError`` once model updates have learnt from labels (pickle; or
+        ``drop_updates=True``: the file then says ``update="none"``), ``FileNotFoundError`` /
+        ``IsADirectoryError`` for a missing folder / a folder."""
         self._check_fitted()
-        write(self, path)
+        write(self, path, drop_updates=drop_updates)
 
     @classmethod
     def load(
-        cls, path: str | os.PathLike[str], model: Any = None, output: str | None = None
-    ) -> AdapTable:
+        cls, path: str | os.PathLike[str], model: Any = None, output: str | None = None, *,
+        training_rows: tuple[Any, Any] | None = None,
+    ) -> AdapTable:  # fmt: skip
         """Read a file written by :meth:`save`, checking every field and tensor it holds.
 
         Args:
             path: the file.
             model: the source model (without it only :meth:`adapt_logits` works).
             output: overrides the saved ``output`` argument for ``model``.
+            training_rows: ``(X_source, y_source)`` as given to fit, for the model updates'
+                refit (without them labels fit the patch alone; ``updates_.refusal`` says so).
 
         Raises:
             ValueError: not an AdapTable file, one of a later version, a field missing,
@@ -415,8 +352,22 @@ class AdapTable(TestTimeMethod):
         saved = read(cls, path, model)
         method = cls(**saved.params_with(output))
         method._fitted_params, method.classes_ = method.get_params(deep=False), saved.classes
-        method._start(saved.parts_with(model, method.output), saved.stream)
+        rows = training_rows and (training_rows[0], method._label_codes(training_rows[1], "y"))
+        method._start(saved.parts_with(model, method.output, rows), saved.stream)
         return method
+
+
+def oracle_codes(method: AdapTable, oracle: Any) -> np.ndarray | None:
+    """The codes of a batch's ``oracle_labels`` (``None``: none given); ``ValueError`` where
+    the calibrator takes none."""
+    if oracle is None:
+        return None
+    if not method.calibrator_.needs_labels:
+        raise ValueError(
+            "oracle_labels are only accepted with calibrator='oracle_test_labels'; this "
+            f"AdapTable uses calibrator={method.calibrator!r}."
+        )
+    return method._label_codes(oracle, "oracle_labels")
 
 
 def check_parameters(method: AdapTable, params: dict[str, Any]) -> None:

@@ -25,6 +25,7 @@ from adaptable.core.parts.contexts import FitContext, source_rows
 from adaptable.core.parts.decider import Decider
 from adaptable.core.presets import DECIDERS, calibrator_name
 from adaptable.core.report.feature_drift import FeatureMonitor, monitor_of
+from adaptable.core.updates.model_updates import ModelUpdates
 from adaptable.encoding import Encoder
 from adaptable.framework.fitted_columns import FittedColumns
 from adaptable.framework.method import SourceData
@@ -52,6 +53,7 @@ class FittedParts:
         feature_monitor: per-column drift against the held-out rows
             (:class:`~adaptable.core.report.feature_drift.FeatureMonitor`); ``None`` where
             none is kept (a file written without one).
+        updates: the model updates (``None``: ``update="none"``, or the paper preset).
     """
 
     n_classes: int
@@ -63,6 +65,7 @@ class FittedParts:
     logit_function: LogitFunction | None = None
     encoded_logits: LogitFunction | None = None
     feature_monitor: FeatureMonitor | None = None
+    updates: ModelUpdates | None = None
 
 
 def fit_parts(model: Any, source: SourceData, params: dict[str, Any]) -> FittedParts:
@@ -128,6 +131,9 @@ def fit_parts(model: Any, source: SourceData, params: dict[str, Any]) -> FittedP
         progress_callback(params["verbose"], params["progress"]),
     )  # fmt: skip
     calibrator = fit_calibrator(name, context, params)
+    updates = model_updates(params, n_classes)
+    if updates is not None:
+        updates.fit(model, source.X, source.y, encoder, params["output"])
     return FittedParts(
         n_classes, prior, encoder, calibrator, decider.fit(context), columns, logit_function,
         None if shared is None else model.logits_from_encoded,
@@ -136,6 +142,19 @@ def fit_parts(model: Any, source: SourceData, params: dict[str, Any]) -> FittedP
             source.X if source.X_valid is None else source.X_valid, encoder=encoder,
             numerical=params["numerical"], categorical=params["categorical"], seed=context.seed,
         ),
+        updates,
+    )  # fmt: skip
+
+
+def model_updates(params: dict[str, Any], n_classes: int) -> ModelUpdates | None:
+    """The model updates ``params`` ask for, unfitted: the default preset's, unless
+    ``update="none"`` (earlier versions' parameters, without ``update``, ask for none)."""
+    mode = params.get("update", "none")
+    if params["preset"] != "default" or mode == "none":
+        return None
+    return ModelUpdates(
+        mode, objective=params["objective"], n_classes=n_classes,
+        seed=_seed(params["random_state"]), background=params.get("update_in_background", False),
     )  # fmt: skip
 
 

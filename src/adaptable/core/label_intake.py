@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     import torch
 
     from adaptable.core.parts.decider import Decider
+    from adaptable.core.updates.model_updates import ModelUpdates
 
 
 class LabelIntake:
@@ -56,12 +58,21 @@ class LabelIntake:
             a report where it has a ``drift_log``.
         batch_input: how the estimator reads rows (the model, the Encoder, the fit's columns).
         source_prior: p_s, (C,), the drift summary's reference distribution.
+        updates: the model updates, which learn from the same labels after the decider
+            (``None``: none).
     """
 
-    def __init__(self, decider: Decider, batch_input: BatchInput, source_prior: np.ndarray) -> None:
+    def __init__(
+        self,
+        decider: Decider,
+        batch_input: BatchInput,
+        source_prior: np.ndarray,
+        updates: ModelUpdates | None = None,
+    ) -> None:
         self.decider = decider
         self.batch_input = batch_input
         self.source_prior = source_prior
+        self.updates = updates
 
     def check_learns(self, preset: str) -> None:
         """``ValueError`` where the decider has no use for labels (the paper preset)."""
@@ -104,7 +115,10 @@ class LabelIntake:
         if X is None:
             ids = _row_ids(rows, codes)
             if len(codes):
-                self.decider.learn(self.decider.kept_logits(ids), codes, ids, classes=classes)
+                logits = self.decider.kept_logits(ids)
+                self.decider.learn(logits, codes, ids, classes=classes)
+                if self.updates is not None:
+                    self.updates.learn(None, codes, ids, logits, self._earlier(ids))
             return
         # X's rows are counted where labels came, or to refuse rows that came without any
         n_rows = count(X) if len(codes) or _has_rows(X) else 0
@@ -117,7 +131,7 @@ class LabelIntake:
         X = self.batch_input.conform(X, "X")
         if n_rows != len(codes):
             raise ValueError(f"adaptable: X has {n_rows} rows but y has {len(codes)} labels.")
-        self._hand_over(self.batch_input.model_logits(X, n_rows), codes, rows, classes)
+        self._hand_over(self.batch_input.model_logits(X, n_rows), codes, rows, classes, X)
 
     def learn_logits(
         self, logits: np.ndarray | torch.Tensor, codes: np.ndarray, rows: Any, classes: np.ndarray
@@ -131,10 +145,18 @@ class LabelIntake:
         self._hand_over(logits, codes, rows, classes)
 
     def _hand_over(
-        self, logits: np.ndarray, codes: np.ndarray, rows: Any, classes: np.ndarray
+        self, logits: np.ndarray, codes: np.ndarray, rows: Any, classes: np.ndarray, X: Any = None
     ) -> None:
         ids = None if rows is None else _row_ids(rows, codes)
         self.decider.learn(logits, codes, ids, classes=classes)
+        if self.updates is not None:
+            self.updates.learn(X, codes, ids, logits, self._earlier(ids))
+
+    def _earlier(self, ids: np.ndarray | None) -> np.ndarray | None:
+        """The report's predictions of rows the model updates did not keep (a load mid-stream)."""
+        if ids is None or self.updates is None or self.updates.kept_from(ids):
+            return None
+        return self._drift_log("partial_fit", "default").kept_predictions(ids)
 
     def report(self, classes: np.ndarray, preset: str) -> pd.DataFrame:
         """The decider's drift report, its classes named by ``classes``
@@ -153,7 +175,7 @@ class LabelIntake:
     ) -> DriftSummary:
         """The drift summary of the decider's report
         (:func:`~adaptable.core.report.drift_summary.summarise`, which checks the options)."""
-        return summarise(
+        summary = summarise(
             self._drift_log("drift_summary()", preset),
             last_batches=last_batches,
             tolerance=tolerance,
@@ -161,6 +183,15 @@ class LabelIntake:
             reference=reference,
             source_prior=self.source_prior,
             classes=classes,
+        )
+        updates = self.updates
+        if updates is None:
+            return summary
+        return dataclasses.replace(
+            summary,
+            model_update=updates.in_use,
+            update_switches=tuple(updates.switches),
+            update_scores=updates.record.scores(updates.objective),
         )
 
     def _drift_log(self, caller: str, preset: str) -> DriftLog:

@@ -14,6 +14,7 @@ from adaptable.core.paper.calibrators import CALIBRATOR_PARAMETERS, CALIBRATORS
 from adaptable.core.paper.paper_decider import PaperDecider
 from adaptable.core.parts.decider import Decider
 from adaptable.core.recommended.recommended_decider import RecommendedDecider
+from adaptable.core.updates.model_updates import MODES
 from adaptable.framework.model_adapter import OUTPUTS
 from adaptable.framework.parameters import ColumnNames, Constraint, Interval, StrOptions
 
@@ -36,10 +37,18 @@ ESTIMATOR_PARAMETERS: dict[str, list[Constraint]] = {
     "progress": [callable, None],
 }
 
+#: the model updates' parameters (:class:`~adaptable.core.updates.model_updates.ModelUpdates`):
+#: which updates labels that come back fit (``"none"``: none), and whether in a worker thread
+UPDATE_PARAMETERS: dict[str, list[Constraint]] = {
+    "update": [StrOptions(MODES)],
+    "update_in_background": [bool],
+}
+
 #: part -> the constructor parameters it owns, with their constraints
 PART_PARAMETERS: dict[str, dict[str, list[Constraint]]] = {
     "estimator": ESTIMATOR_PARAMETERS,
     "calibrator": CALIBRATOR_PARAMETERS,
+    "updates": UPDATE_PARAMETERS,
     **{f"decider[{preset}]": cls.parameter_constraints for preset, cls in DECIDERS.items()},
 }
 

@@ -195,6 +195,36 @@ class SupervisedModel:
         if self.estimator is None:
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit(X, y) first.")
 
+    def refit_copy(self) -> SupervisedModel:
+        """An unfitted copy to refit on other rows (the model updates of labels that come
+        back): the same hyper-parameters, Encoder and seed, the boosting rounds kept where
+        early stopping cut them, one thread, and no early stopping (there is no held-out
+        target to stop on).
+
+        Example:
+            >>> LogReg({"C": 1.0}).refit_copy()
+            LogReg({'C': 1.0})
+        """
+        params = dict(self.params)
+        rounds = self.rounds
+        if rounds is None and self.name == "xgboost" and self.estimator is not None:
+            try:
+                rounds = int(self.estimator.best_iteration) + 1
+            except (AttributeError, TypeError, ValueError):
+                rounds = None
+        if rounds is None and self.name == "catboost":
+            rounds = getattr(self.estimator, "tree_count_", None)
+        if rounds is not None:
+            params["iterations" if self.name == "catboost" else "n_estimators"] = int(rounds)
+        return type(self)(
+            params,
+            n_classes=self.n_classes,
+            seed=self.seed,
+            encoder=self.encoder,
+            threads=1,
+            early_stopping=False,
+        )
+
     # ------------------------------------------------------------------ persistence
     def save_native(self, directory: Path) -> bool:
         """Write the fitted model in a non-pickle format; ``False`` when it must be refitted."""

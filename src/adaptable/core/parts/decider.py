@@ -20,7 +20,7 @@ forgets the stream on :meth:`Decider.reset`, and saves / restores its own state
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -42,12 +42,15 @@ class CalibratedBatch:
         encoded: the batch encoded by the adapter's Encoder, where the decider reads features
             (``needs_features``), else ``None``.
         calibrated_is_softmax: q_i is ``softmax(z_i)`` itself (no calibrator).
+        amend: what the estimator makes of the decider's decision before the decider records
+            it (the model updates' output, where one is in use); ``None``: the decision stands.
     """
 
     logits: np.ndarray
     calibrated: np.ndarray
     encoded: EncodedBatch | None = None
     calibrated_is_softmax: bool = False
+    amend: Callable[[Decision], Decision] | None = None
 
     def __len__(self) -> int:
         return len(self.logits)

@@ -98,6 +98,10 @@ ADDED_ATTRIBUTES: Mapping[str, Mapping[str, Any]] = {
         "prior_reference": "labels",
         # before per-column drift, none was kept
         "feature_monitor_": None,
+        # before the model updates, labels re-weighted the frozen model only
+        "update": "none",
+        "update_in_background": False,
+        "updates_": None,
     },
     "RecommendedDecider": {
         "report_batches": EARLIER_REPORT_BATCHES,

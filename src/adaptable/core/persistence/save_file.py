@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from adaptable.core.fitted_parts import FittedParts
+from adaptable.core.fitted_parts import FittedParts, model_updates
 from adaptable.core.paper.calibrators import CALIBRATORS, calibrator_state, load_calibrator
 from adaptable.core.parts.contexts import LoadContext
 from adaptable.core.parts.saved_state import (
@@ -78,16 +78,28 @@ class SavedAdapTable:
         """The saved parameters, ``output`` replaced where given (``AdapTable.load``)."""
         return {**self.params, **({} if output is None else {"output": output})}
 
-    def parts_with(self, model: Any, output: str) -> FittedParts:
-        """The parts, reading ``model`` (``None``: none) as ``output`` says."""
+    def parts_with(
+        self, model: Any, output: str, training_rows: tuple[Any, np.ndarray] | None = None
+    ) -> FittedParts:
+        """The parts, reading ``model`` (``None``: none) as ``output`` says; the model updates
+        the parameters ask for start afresh, refitting on ``training_rows`` (rows, label
+        codes) where given (the patch alone otherwise)."""
         logits = None if model is None else as_logit_function(model, output)
-        return dataclasses.replace(self.parts, logit_function=logits)
+        updates = model_updates(self.params_with(output), self.parts.n_classes)
+        if updates is not None:
+            X, codes = training_rows if training_rows is not None else (None, None)
+            updates.fit(model, X, codes, self.parts.encoder, output)
+            log = getattr(self.parts.decider, "drift_log", None)
+            if log is not None and self.stream is not None:
+                updates.resume(log.n_rows, self.stream["n_batches"])
+        return dataclasses.replace(self.parts, logit_function=logits, updates=updates)
 
 
-def write(method: Any, path: str | os.PathLike[str]) -> None:
+def write(method: Any, path: str | os.PathLike[str], *, drop_updates: bool = False) -> None:
     """Write a fitted AdapTable to ``path`` (see ``AdapTable.save``); reads only its public
     fitted attributes (``classes_``, ``n_classes_``, ``source_prior_``, ``encoder_``,
-    ``calibrator_``, ``decider_``) and parameters.
+    ``calibrator_``, ``decider_``, ``updates_``) and parameters. ``drop_updates``: leave the
+    model updates out, the file's parameters saying ``update="none"``.
 
     Raises:
         FileNotFoundError: the folder of ``path`` does not exist (it is named).
@@ -99,12 +111,12 @@ def write(method: Any, path: str | os.PathLike[str]) -> None:
 
     from adaptable import __version__
 
-    _check_savable(method)
+    _check_savable(method, drop_updates)
     arrays: dict[str, np.ndarray] = {"source_prior": method.source_prior_}
     meta: dict[str, Any] = {
         "format": FORMAT,
         "version": __version__,
-        "params": _saved_params(method),
+        "params": _saved_params(method) | ({"update": "none"} if drop_updates else {}),
         "n_classes": method.n_classes_,
         "calibrator": method.calibrator_.name,
     }
@@ -154,9 +166,18 @@ def write(method: Any, path: str | os.PathLike[str]) -> None:
         raise OSError(f"Cannot save to {name!r} ({err}).") from err
 
 
-def _check_savable(method: Any) -> None:
+def _check_savable(method: Any, drop_updates: bool = False) -> None:
     """A ValueError, before anything is written, where the file could not hold the labels or
     the encoded columns' names as themselves (JSON has no dates, tuples, ...)."""
+    updates = getattr(method, "updates_", None)
+    if updates is not None and updates.n_labelled and not drop_updates:
+        raise ValueError(
+            f"AdapTable.save: the model updates (update={updates.mode!r}) have learnt from "
+            f"{updates.n_labelled} labelled rows, which a .safetensors file cannot hold (a "
+            "refitted model is not an array). Pickle or joblib.dump the adapter to keep them; "
+            "or save(path, drop_updates=True) to write the adapter without them (it loads as "
+            "update='none'); or use AdapTable(update='none') from fit on."
+        )
     labels = [python_value(c) for c in method.classes_.tolist()]
     if not all(isinstance(c, SAVED_LABEL_TYPES) for c in labels):
         kind = type(next(c for c in labels if not isinstance(c, SAVED_LABEL_TYPES)))

@@ -192,6 +192,8 @@ class LabelledRows:
         feedback = self.feedback
         if feedback.n_labelled >= feedback.min_labelled:
             decision = self._labelled_decision(decision, model_proba, post, reading, moment_accepts)
+        if batch.amend is not None:
+            decision = batch.amend(decision)
         self._record(batch, decision, model_proba, post, reading, moment_accepts)
         return decision
 

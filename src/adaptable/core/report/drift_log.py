@@ -333,6 +333,11 @@ class DriftLog:
         """
         return self._rows.new_labels(row_ids, labels, classes)
 
+    def kept_predictions(self, row_ids: np.ndarray) -> np.ndarray:
+        """The adapter's predicted classes of earlier rows, by row id, -1 where no longer kept
+        (:meth:`~adaptable.core.report.kept_rows.KeptRows.kept_predictions`)."""
+        return self._rows.kept_predictions(row_ids)
+
     def kept_logits(self, row_ids: np.ndarray) -> np.ndarray:
         """The model's logits of earlier rows, by row id, as recorded when they were
         predicted, (n, C) (:meth:`~adaptable.core.report.kept_rows.KeptRows.kept_logits`).

@@ -121,6 +121,11 @@ class DriftSummary:
         classes: the labels the distributions' entries stand for (``None``: 0 .. C - 1).
         forgotten: the batches before the report's window (``report_batches``), which no
             summary can read any more.
+        model_update: the output in use with model updates (``AdapTable(update=...)``):
+            ``"adapted"``, ``"refit"`` or ``"patch"``; ``None``: no updates.
+        update_switches: (batch, candidate) at each change of that output.
+        update_scores: each candidate's objective on the labelled rows it predicted before
+            their labels, and how many rows: ``{name: (value, rows)}``.
     """
 
     objective: str
@@ -146,6 +151,9 @@ class DriftSummary:
     verdict: str
     classes: tuple | None = None
     forgotten: int = 0
+    model_update: str | None = None
+    update_switches: tuple = ()
+    update_scores: dict | None = None
 
     def as_dict(self) -> dict[str, object]:
         """The fields as plain Python values for JSON: arrays as lists, NaN as None."""
@@ -154,7 +162,12 @@ class DriftSummary:
             if isinstance(value, np.ndarray):
                 value = [None if math.isnan(v) else v for v in value.tolist()]
             elif isinstance(value, tuple):
-                value = list(value)
+                value = [list(v) if isinstance(v, tuple) else v for v in value]
+            elif isinstance(value, dict):  # the model updates' scores: (value, rows) each
+                value = {
+                    k: {"score": None if math.isnan(v) else v, "rows": n}
+                    for k, (v, n) in value.items()
+                }
             elif isinstance(value, float) and math.isnan(value):
                 value = None
             fields[key] = value
@@ -191,12 +204,28 @@ class DriftSummary:
             f"{_pm(self.estimate_sd)}, unadapted model {_points(self.source_estimate)}.",
             f"  verdict: {self.verdict}: {self._explanation()}",
         ]
+        if self.model_update is not None:
+            lines.append(f"  {self._updates_line(metric)}")
         if self.estimate_kind == "calibration-free":
             lines.append(
                 "  (the calibration-free estimate assumes that only the label mix moved, which "
                 "the moment test could not reject; labelled rows would check it.)"
             )
         return "\n".join(lines)
+
+    def _updates_line(self, metric: str) -> str:
+        scores = ", ".join(
+            f"{name} {_points(value)} ({rows:,} rows)" if rows else f"{name} not scored yet"
+            for name, (value, rows) in (self.update_scores or {}).items()
+        )
+        since = ""
+        if self.update_switches:
+            batch, _ = self.update_switches[-1]
+            since = f" since batch {batch}"
+        return (
+            f"output: {self.model_update}{since} (model updates; {metric} of each on labelled "
+            f"rows predicted before their labels: {scores})."
+        )
 
     def _explanation(self) -> str:
         if self.verdict == "unverified":

@@ -131,6 +131,17 @@ class FeatureMonitor:
         self.reservoir.add(encoded.numeric.astype(np.float64))
         self.stream_counts += category_counts(encoded.codes, self._bins, self._offsets)
 
+    def observe(self, rows: Any, encoded: EncodedBatch | None) -> None:
+        """Read one adapted batch: as the adapter's parts ``encoded`` it, or (``None``: no part
+        encodes) ``rows`` (as the model read them, fit's columns in order) encoded by the
+        monitor; a batch its Encoder cannot read, which the model took, is left out."""
+        if encoded is None:
+            try:
+                encoded = self.encode(rows)
+            except (TypeError, ValueError, IndexError, KeyError):
+                return
+        self.update(encoded)
+
     def reset(self) -> None:
         """Forget the stream (the held-out side stays)."""
         self.reservoir.reset()
@@ -279,3 +290,38 @@ def monitor_of(
     return FeatureMonitor(
         encoder, own, numbers, counts, len(encoded), sample_size=sample_size, seed=seed
     )
+
+
+def drift_frame(monitor: FeatureMonitor | None, level: float = LEVEL) -> pd.DataFrame:
+    """Per-column drift (``AdapTable.feature_drift``): each column of the table given to
+    ``fit`` on the stream adapted since fit / reset (or in the saved file, then since load),
+    tested against the held-out rows (``X_valid``; ``X_source`` where none was given).
+
+    The columns are read as the Encoder reads them (a missing number as 0; a category unseen at
+    fit in a bin of its own). A numerical column is tested by the two-sample
+    Kolmogorov-Smirnov test on a uniform sample of 2,048 stream rows, its distance the test's D;
+    a categorical column by the chi-square test of homogeneity of its category counts over all
+    stream rows, its distance the total variation. Both distances are in [0, 1]. Memory on the
+    stream side is fixed, whatever the stream's length.
+
+    Args:
+        monitor: the adapter's record (``None``: it keeps none).
+        level: the family-wise level: a column is flagged where its p-value, adjusted by Holm's
+            method across the columns, is at most ``level``; where no column moved, any column
+            is flagged with a chance of at most ``level``.
+
+    Returns:
+        one row per column, the flagged columns first, then by distance (largest first);
+        columns :data:`FRAME_COLUMNS` (:meth:`FeatureMonitor.frame`).
+
+    Raises:
+        ValueError: no batch adapted yet, ``level`` outside (0, 1), or no per-column record
+            kept (``fit`` had no table of columns, or the file holds none).
+    """
+    if monitor is None:
+        raise ValueError(
+            "adaptable: feature_drift() has no per-column record: fit's rows were no "
+            "table of columns, or the adapter was loaded from a file without one (written "
+            "by an earlier version, or with column names a file cannot hold)."
+        )
+    return monitor.frame(level)

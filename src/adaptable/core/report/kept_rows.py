@@ -148,6 +148,18 @@ class KeptRows:
                 f"reset; got ids from {row_ids.min()} to {row_ids.max()}."
             )
 
+    def kept_predictions(self, row_ids: np.ndarray) -> np.ndarray:
+        """The adapter's predicted classes of earlier rows, by row id, -1 where no longer
+        kept, (n,) int64."""
+        row_ids = np.asarray(row_ids, dtype=np.int64)
+        out = np.full(len(row_ids), -1, dtype=np.int64)
+        if len(row_ids) and self.n_batches:
+            for number, part, offsets in self.by_batch(row_ids):
+                codes = self.codes.get(number)
+                if codes is not None:
+                    out[part] = codes[offsets]
+        return out
+
     def kept_logits(self, row_ids: np.ndarray) -> np.ndarray:
         """The model's logits of earlier rows, by row id, as recorded when they were
         predicted, (n, C).
