@@ -38,6 +38,7 @@ from adaptable.framework.fitted_columns import FittedColumns
 from adaptable.framework.method import SourceData, TestTimeMethod
 from adaptable.framework.model_adapter import checked_logits
 from adaptable.framework.parameters import InvalidParameterError, validate_parameters
+from adaptable.framework.rows import as_table
 
 # AdapTableState was defined here: imports of this module (and pickles) still find it
 __all__ = ["AdapTable", "AdapTableState"]
@@ -187,9 +188,11 @@ class AdapTable(TestTimeMethod):
     def predict_proba(self, X_batch: Any, *, oracle_labels: Any = None) -> np.ndarray:
         """Adapt to one test batch and return its probabilities, (n, C) in ``classes_`` order:
         p_bar of Algorithm 1 (paper preset), or the target posteriors re-weighted for the
-        objective (default). Stateful. ``oracle_labels``: for ``"oracle_test_labels"`` only."""
+        objective (default). Stateful. ``oracle_labels``: for ``"oracle_test_labels"`` only.
+        One row may come alone, as a dict (column -> value) or a pandas Series (index =
+        columns): it is read as a one-row DataFrame."""
         self._check_fitted()
-        logits, encoded = self._input.read(X_batch, self._check_batch)
+        logits, encoded = self._input.read(as_table(X_batch), self._check_batch)
         return self._adapt(logits, encoded, oracle_labels)
 
     def predict(self, X_batch: Any, *, oracle_labels: Any = None) -> np.ndarray:
@@ -205,7 +208,7 @@ class AdapTable(TestTimeMethod):
         like :meth:`predict_proba`. Returns (n, C) float64 rows summing to 1."""
         self._check_fitted()
         logits = checked_logits(logits, self.n_classes_)
-        encoded = self._input.beside(logits, X_batch, self._check_batch)
+        encoded = self._input.beside(logits, as_table(X_batch), self._check_batch)
         return self._adapt(logits, encoded, oracle_labels)
 
     def _adapt(self, logits: np.ndarray, encoded: EncodedBatch | None, oracle: Any) -> np.ndarray:
@@ -230,7 +233,8 @@ class AdapTable(TestTimeMethod):
         call, never the predictions already made. Returns self.
 
         Args:
-            X: the rows, as the model takes them (n rows); or ``None`` with ``rows``: the
+            X: the rows, as the model takes them (n rows; one row may be a dict or a pandas
+                Series, as in :meth:`predict_proba`); or ``None`` with ``rows``: the
                 labels then go with the model's scores kept when it predicted those rows (the
                 last 65,536 rows'), and the model is not called again.
             y: their labels (from ``classes_``), (n,).
@@ -250,6 +254,7 @@ class AdapTable(TestTimeMethod):
             >>> method.partial_fit(None, y_true[:3], rows=[0, 1, 2])  # doctest: +SKIP
         """
         self._check_fitted()
+        X = as_table(X)
         self._intake.check_accepts(X, rows, self.preset)
         codes = self._label_codes(y, "y")
         self._intake.learn(X, codes, rows, self.classes_, count=self._check_batch)
