@@ -283,8 +283,8 @@ def checked_labels(y: Any, owner: str, what: str) -> np.ndarray:
             (naming their types), or missing labels (NaN, None, NA: naming their rows).
 
     Example:
-        >>> checked_labels([[1], [0]], "adaptable", "y").tolist()
-        [1, 0]
+        >>> checked_labels(["no", "yes"], "adaptable", "y").tolist()
+        ['no', 'yes']
         >>> try:
         ...     checked_labels([0, None, 1, None], "adaptable", "y")
         ... except ValueError as err:
