@@ -738,15 +738,20 @@ def _from_blocks(
         block_of, row_in_block = manager.blknos, manager.blklocs
     except AttributeError:  # another pandas: the public path
         return None, None
-    # one pass over the blocks: plain numpy numbers and plain Python objects (extension arrays
-    # such as Int64, str or category are neither, and leave their columns to the usual path)
+    # one pass over the blocks: plain numpy numbers and plain Python objects, the strings of
+    # pandas' string dtype among them (other extension arrays, such as Int64 or category, are
+    # neither, and leave their columns to the usual path)
     numbers: list[np.ndarray] = []
     objects: list[np.ndarray] = []
     number_first = np.full(len(blocks), -1, dtype=np.intp)
     object_first = np.full(len(blocks), -1, dtype=np.intp)
     number_rows = object_rows = 0
     for index, values in enumerate(blocks):
-        if type(values) is not np.ndarray or values.ndim != 2:
+        if type(values) is not np.ndarray:
+            # a text column of pandas' own string dtype (the default for text from pandas 3):
+            # its Python strings, as the usual path would read them (missing values included)
+            values = _python_strings(values)
+        if values is None or values.ndim != 2:
             continue
         kind = values.dtype.kind
         if kind in "biuf":
@@ -760,6 +765,18 @@ def _from_blocks(
     located = (block_of, row_in_block, len(frame))
     gathered_numbers = _gather(numbers, number_first, numeric_pos, *located)
     return _gather_numbers(gathered_numbers), _gather(objects, object_first, category_pos, *located)
+
+
+def _python_strings(values: object) -> np.ndarray | None:
+    """The object array (1, n) behind one column of pandas' string dtype stored as Python
+    strings, which holds what ``to_numpy(dtype=object)`` gives; ``None`` for any other array
+    (pyarrow storage among them)."""
+    if not isinstance(values, pd.arrays.StringArray):
+        return None
+    strings = getattr(values, "_ndarray", None)
+    if type(strings) is not np.ndarray or strings.ndim != 1 or strings.dtype != object:
+        return None
+    return strings[None, :]
 
 
 def _gather(
