@@ -146,6 +146,7 @@ def test_the_blocks_are_found() -> None:
     assert "AdapTable(random_state=0).fit(model" in blocks[0]
     assert any("AdapTable.load(" in block and "model=model)" in block for block in blocks)
     assert any("partial_fit(" in block and "report()" in block for block in blocks)
+    assert any("AdaptedClassifier(" in block for block in blocks)
     assert python_blocks("text\n```python\nx = 1\n```\n```bash\nls\n```\n") == ["x = 1\n"]
     assert "9 experiments (0 already in the results store" in main_job_output(text)
 
@@ -248,6 +249,8 @@ def test_the_readme_examples_run(
     assert proba.shape == (64, 2)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert re.search(r"^decision \w+ shift z-score", printed.getvalue(), flags=re.M)
+    # the wrapper: two batches of 64 predicted, one report row each
+    assert len(namespace["clf"].report()) == 2
 
 
 def test_the_main_job_prints_what_the_readme_shows(tmp_path: Path, model_cache: Path) -> None:

@@ -135,3 +135,120 @@ def test_dir_shows_the_public_names_only() -> None:
     for helper in ("Any", "annotations", "importlib"):
         assert helper not in names
     assert adaptable.AdaptedClassifier is AdaptedClassifier
+
+
+def _fitted(**options) -> tuple[AdaptedClassifier, np.ndarray, np.ndarray]:
+    X, y = _task(600)
+    clf = AdaptedClassifier(LogisticRegression(), random_state=0, **options).fit(X[:400], y[:400])
+    return clf, X[400:], y[400:]
+
+
+def test_a_second_predict_continues_the_stream_and_reset_starts_it_again() -> None:
+    clf, X, _ = _fitted(batch_size=50)
+    first = clf.predict_proba(X)
+    assert len(clf.report()) == 4  # 200 rows in batches of 50
+    clf.predict_proba(X)
+    assert len(clf.report()) == 8  # the same rows again: four more batches of the stream
+    assert clf.report()["rows"].sum() == 400
+    clf.reset()
+    assert clf.report().empty
+    np.testing.assert_allclose(clf.predict_proba(X), first)
+
+
+def test_labels_report_and_summary_are_the_adapters() -> None:
+    clf, X, y = _fitted()
+    clf.predict(X[:128])
+    assert clf.partial_fit(None, y[:20], rows=np.arange(20)) is clf
+    assert clf.partial_fit(X[20:30], y[20:30]) is clf  # by rows, without ids
+    clf.predict(X[128:])
+    report = clf.report()
+    assert report.equals(clf.adapter_.report()) and len(report) == 4
+    assert report["rule"].iloc[-1].startswith("feedback:")
+    summary = clf.drift_summary(last_batches=2, tolerance=0.1)
+    assert summary.verdict in {"degraded", "holding", "undetermined", "unverified"}
+    assert str(summary) == str(clf.adapter_.drift_summary(last_batches=2, tolerance=0.1))
+    with pytest.raises(ValueError, match="unseen at fit"):
+        clf.partial_fit(X[:2], ["yes", "maybe"])
+
+
+def test_save_and_load_continue_the_stream(tmp_path) -> None:
+    clf, X, y = _fitted(batch_size=32)
+    clf.predict(X[:64])
+    clf.partial_fit(None, y[:10], rows=np.arange(10))
+    with pytest.raises(ValueError, match="drop_updates"):  # the model updates have learnt
+        clf.save(tmp_path / "clf.safetensors")
+    clf.save(tmp_path / "clf.safetensors", drop_updates=True)  # (none fitted below 20 labels)
+    loaded = AdaptedClassifier.load(tmp_path / "clf.safetensors", clf.estimator_, batch_size=32)
+    np.testing.assert_array_equal(loaded.predict_proba(X[64:]), clf.predict_proba(X[64:]))
+    assert loaded.report().equals(clf.report())
+    assert loaded.classes_.tolist() == ["no", "yes"] and loaded.n_features_in_ == 4
+    assert loaded.estimator_ is clf.estimator_ and not hasattr(loaded.estimator, "coef_")
+    refit = clone(loaded).fit(X, y)  # a loaded wrapper refits like any
+    assert refit.adapter_ is not loaded.adapter_
+
+
+def test_the_adapters_methods_need_a_fit_and_an_adapter_that_has_them(tmp_path) -> None:
+    from sklearn.exceptions import NotFittedError
+
+    unfitted = AdaptedClassifier(LogisticRegression())
+    for call in (
+        lambda: unfitted.partial_fit(np.zeros((1, 4)), ["no"]),
+        unfitted.report,
+        unfitted.drift_summary,
+        lambda: unfitted.save(tmp_path / "x.safetensors"),
+    ):
+        with pytest.raises(NotFittedError):
+            call()
+    X, y = _task()
+    em = AdaptedClassifier(LogisticRegression(), methods.create("em"), random_state=0).fit(X, y)
+    em.predict(X[:64])
+    with pytest.raises(TypeError, match=r"the adapter 'em' .* takes no labels"):
+        em.partial_fit(X[:2], y[:2])
+    with pytest.raises(TypeError, match="keeps no drift report"):
+        em.report()
+    with pytest.raises(TypeError, match="cannot be saved to a file"):
+        em.save(tmp_path / "em.safetensors")
+    labelled = methods.create("labelled_prior")
+    anchor = AdaptedClassifier(LogisticRegression(), labelled, random_state=0).fit(X, y)
+    anchor.predict(X[:64])
+    anchor.partial_fit(X[:8], y[:8])  # the labelled anchors take labels, without row ids
+
+
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        (
+            lambda y: np.array(["1" if v == "yes" else 0 for v in y], dtype=object),
+            r"mixes strings and other labels \(e.g. 0 and '1', of types int and str\)",
+        ),
+        (lambda y: [1 if v == "yes" else "0" for v in y], r"mixes strings .* int and str"),
+        (
+            lambda y: np.where(y == "yes", 1.0, np.nan),
+            r"missing label\(s\).*at row 1 \(all at rows 1, 2",
+        ),
+        (lambda y: pd.Series(np.where(y == "yes", "yes", None)), r"missing label.*first at row 1"),
+    ],
+    ids=["object array", "list", "nan", "none in a series"],
+)
+def test_bad_labels_are_refused_before_any_work(labels, message) -> None:
+    X, y = _task()
+    estimator = CountingClassifier()
+    with pytest.raises(ValueError, match=f"AdaptedClassifier: y .*{message}"):
+        AdaptedClassifier(estimator).fit(X, labels(y))
+    assert not hasattr(estimator, "rows_seen_")
+
+
+def test_one_row_as_a_dict_or_a_series() -> None:
+    X, y = _task()
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    clf = AdaptedClassifier(LogisticRegression(), random_state=0).fit(frame, y)
+    expected = [clf.predict_proba(frame.iloc[[i]]) for i in range(3)]
+    clf.reset()
+    got = [
+        clf.predict_proba(frame.iloc[0]),
+        clf.predict_proba(frame.iloc[1].to_dict()),
+        clf.predict_proba(dict(frame.iloc[2])),
+    ]
+    np.testing.assert_allclose(np.vstack(got), np.vstack(expected), rtol=1e-12)
+    clf.partial_fit(frame.iloc[0], [y[0]], rows=[0])
+    assert clf.predict(frame.iloc[3].to_dict()).shape == (1,)

@@ -21,6 +21,11 @@ How category values are matched (the same rule at fit and at transform):
   (``float(category) == value``, or equal once both are rounded to float32, the loaders'
   precision). So 6, 6.0 and ``np.int64(6)`` all match a category stored as ``"6.0"`` or
   ``"6"``. Strings are never read as numbers (``"06"`` and ``"6"`` stay different labels).
+- Dates and times (a ``datetime64`` column, or ``Timestamp`` / ``datetime`` / ``date`` values
+  in an object column) are neither: :meth:`Encoder.fit` refuses every column it would read that
+  holds one, and a batch refuses a ``datetime64`` column where the fit had numbers, naming the
+  columns (a date read as nanoseconds since 1970, or as one category per day, would say nothing
+  a later batch could match). Convert them first, or declare both kinds without them.
 - Anything else is unseen: code -1, an all-zero one-hot block. When more than half of a
   categorical column's values in a batch are unseen, :class:`UnseenCategoryWarning` says so: for numbers
   that is almost always a type or format mismatch; for text it may also be a real shift (a
@@ -40,6 +45,7 @@ Encoder starts with none (it may warn once more).
 
 from __future__ import annotations
 
+import datetime
 import numbers
 import sys
 import warnings
@@ -183,6 +189,7 @@ class Encoder:
         self.numerical_ = sorted(numerical, key=order.__getitem__)
         self.categorical_ = sorted(categorical, key=order.__getitem__)
         self.columns_is_positional_ = not isinstance(X, pd.DataFrame)
+        _refuse_dates(frame, [*self.numerical_, *self.categorical_])
 
         num = _numeric_block(frame, self.numerical_)
         self.mean_ = num.mean(axis=0) if num.shape[1] else np.zeros(0)
@@ -731,15 +738,20 @@ def _from_blocks(
         block_of, row_in_block = manager.blknos, manager.blklocs
     except AttributeError:  # another pandas: the public path
         return None, None
-    # one pass over the blocks: plain numpy numbers and plain Python objects (extension arrays
-    # such as Int64, str or category are neither, and leave their columns to the usual path)
+    # one pass over the blocks: plain numpy numbers and plain Python objects, the strings of
+    # pandas' string dtype among them (other extension arrays, such as Int64 or category, are
+    # neither, and leave their columns to the usual path)
     numbers: list[np.ndarray] = []
     objects: list[np.ndarray] = []
     number_first = np.full(len(blocks), -1, dtype=np.intp)
     object_first = np.full(len(blocks), -1, dtype=np.intp)
     number_rows = object_rows = 0
     for index, values in enumerate(blocks):
-        if type(values) is not np.ndarray or values.ndim != 2:
+        if type(values) is not np.ndarray:
+            # a text column of pandas' own string dtype (the default for text from pandas 3):
+            # its Python strings, as the usual path would read them (missing values included)
+            values = _python_strings(values)
+        if values is None or values.ndim != 2:
             continue
         kind = values.dtype.kind
         if kind in "biuf":
@@ -753,6 +765,18 @@ def _from_blocks(
     located = (block_of, row_in_block, len(frame))
     gathered_numbers = _gather(numbers, number_first, numeric_pos, *located)
     return _gather_numbers(gathered_numbers), _gather(objects, object_first, category_pos, *located)
+
+
+def _python_strings(values: object) -> np.ndarray | None:
+    """The object array (1, n) behind one column of pandas' string dtype stored as Python
+    strings, which holds what ``to_numpy(dtype=object)`` gives; ``None`` for any other array
+    (pyarrow storage among them)."""
+    if not isinstance(values, pd.arrays.StringArray):
+        return None
+    strings = getattr(values, "_ndarray", None)
+    if type(strings) is not np.ndarray or strings.ndim != 1 or strings.dtype != object:
+        return None
+    return strings[None, :]
 
 
 def _gather(
@@ -818,8 +842,13 @@ def _numbers_or_none(values: np.ndarray) -> np.ndarray | None:
 def _numeric_block(frame: pd.DataFrame, columns: Sequence[object]) -> np.ndarray:
     if not columns:
         return np.zeros((len(frame), 0))
+    block = frame[list(columns)]
+    # (the usual reading of plain numbers never comes here: no cost per batch)
+    dated = [(c, d) for c, d in zip(columns, block.dtypes, strict=True) if d.kind == "M"]
+    if dated:
+        raise ValueError(_dates_message([c for c, _ in dated], str(dated[0][1])))
     try:
-        values = frame[list(columns)].to_numpy(dtype=np.float64, na_value=np.nan)
+        values = block.to_numpy(dtype=np.float64, na_value=np.nan)
     except (TypeError, ValueError) as err:
         raise ValueError(_not_numbers_message(frame, columns, err)) from err
     if np.isinf(values).any():
@@ -853,6 +882,8 @@ def _not_numbers_message(frame: pd.DataFrame, columns: Sequence[object], err: Ex
     if row is None:  # a column that fails as a whole (its dtype), not in one cell
         return f"{named}: {err}"
     label = python_value(series.index[row])
+    if _is_date(cells[row]):
+        return _dates_message([failing[0]], f"row {label!r} holds {cells[row]!r}")
     value = repr(python_value(cells[row]))
     value = value if len(value) <= 60 else value[:57] + "..."
     return f"{named}, but row {label!r}{of} holds {value}."
@@ -900,6 +931,42 @@ def _object_block(frame: pd.DataFrame, columns: Sequence[object]) -> np.ndarray:
     if not columns:
         return np.empty((len(frame), 0), dtype=object)
     return frame[list(columns)].to_numpy(dtype=object)
+
+
+def _refuse_dates(frame: pd.DataFrame, columns: Sequence[object]) -> None:
+    """``ValueError`` naming the ``columns`` of ``frame`` that hold dates or times."""
+    dated = [(c, what) for c in columns if (what := _dates_in(frame[c])) is not None]
+    if dated:
+        raise ValueError(_dates_message([c for c, _ in dated], dated[0][1]))
+
+
+def _dates_in(values: pd.Series) -> str | None:
+    """What shows that a column holds dates or times (its dtype, or a value's type); ``None``
+    where it holds none."""
+    if values.dtype.kind == "M":
+        return str(values.dtype)
+    if values.dtype != object:
+        return None
+    kind = pd.api.types.infer_dtype(values, skipna=True)
+    if kind in ("datetime", "datetime64", "date") or kind.startswith("mixed"):
+        found = next((v for v in values if _is_date(v)), None)
+        return None if found is None else f"values of type {type(found).__name__}"
+    return None
+
+
+def _is_date(value: object) -> bool:
+    return isinstance(value, datetime.date | np.datetime64)
+
+
+def _dates_message(columns: Sequence[object], what: str) -> str:
+    listed = ", ".join(map(repr, columns[:10])) + (" ..." if len(columns) > 10 else "")
+    return (
+        f"Column(s) {listed} hold dates or times ({what}), which the Encoder reads neither "
+        "as numbers nor as categories: convert them to numbers before fit and before every "
+        f"batch (e.g. X[{columns[0]!r}].dt.dayofweek, .dt.month, or days since a fixed "
+        "date), or leave them out of the columns read by declaring both numerical= and "
+        "categorical= (AdapTable then hands them to the model alone)."
+    )
 
 
 def _category_strings(values: pd.Series) -> pd.Series:

@@ -7,6 +7,14 @@ then ``predict(X)``. :class:`AdaptedClassifier` bridges the two: ``fit`` holds o
 validation rows, trains a clone of the unfitted estimator on the rest and fits the adapter on
 both; ``predict`` adapts to the rows it is given, batch by batch.
 
+Prediction advances the stream: each call continues from the batches before it, as the
+adapter's own ``predict_proba`` does, so predicting the same rows twice is a stream twice as
+long (its drift report has a row per batch of both passes). :meth:`AdaptedClassifier.reset`
+starts a new stream. Labels that come back, the drift report and saving are the adapter's
+(:meth:`~AdaptedClassifier.partial_fit`, :meth:`~AdaptedClassifier.report`,
+:meth:`~AdaptedClassifier.drift_summary`, :meth:`~AdaptedClassifier.save`), with the same
+contracts as :class:`~adaptable.AdapTable`'s.
+
 Example:
     >>> import numpy as np
     >>> from sklearn.linear_model import LogisticRegression
@@ -17,20 +25,32 @@ Example:
     ['no', 'yes']
     >>> clf.predict(X[:5]).tolist(), y[:5].tolist()
     (['yes', 'yes', 'yes', 'no', 'no'], ['yes', 'yes', 'yes', 'no', 'no'])
+    >>> clf = clf.partial_fit(None, y[:5], rows=[0, 1, 2, 3, 4])  # their labels, later
+    >>> clf.predict_proba(X[5:133]).shape, len(clf.report())  # two more batches of 64
+    ((128, 2), 3)
+    >>> clf.reset().report().empty  # a new stream
+    True
 """
 
 from __future__ import annotations
 
+import os
 from numbers import Integral, Real
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 
-from adaptable.framework.method import TestTimeMethod
+from adaptable.framework.method import TestTimeMethod, checked_labels
 from adaptable.framework.parameters import Constraint, Interval, validate_parameters
+from adaptable.framework.rows import as_table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from adaptable.core.report.drift_summary import DriftSummary
 
 
 class AdaptedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
@@ -57,15 +77,20 @@ class AdaptedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     ``predict`` and ``predict_proba`` are stateful, as the adapter's are: each batch adapts the
     adapter's online state and later batches start from it, so two calls on the same rows can
-    differ, and ``score`` (accuracy) moves the state on as well. :meth:`reset` returns to the
-    state right after ``fit``. ``fit`` and the scikit-learn tools that refit (``clone``,
-    ``cross_val_score``) start every fold from a fresh state.
+    differ, and ``score`` (accuracy) moves the state on as well: every call continues one
+    stream (a second pass over the same rows is more of it, not a repeat). :meth:`reset`
+    returns to the state right after ``fit``. ``fit`` and the scikit-learn tools that refit
+    (``clone``, ``cross_val_score``) start every fold from a fresh state. A row's id, for
+    :meth:`partial_fit`, is its position among the rows predicted since ``fit`` or
+    :meth:`reset` (the first row predicted is 0).
 
     Raises (fit):
         InvalidParameterError: a parameter of the wrong type or value.
         TypeError: ``estimator`` lacks ``fit`` or ``predict_proba``, or ``adapter`` is not a
             test-time method.
-        ValueError: a class with fewer than two rows (the split needs one on each side).
+        ValueError: labels mixing strings and other values, missing labels (NaN, None or NA,
+            named by row), or a class with fewer than two rows (the split needs one on each
+            side); all before any training.
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
@@ -125,9 +150,9 @@ class AdaptedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 f"adaptable.methods.create(...)), or None; got {type(self.adapter).__name__}."
             )
         X = _as_table(X)
-        y = np.asarray(y)
-        labels, counts = np.unique(y, return_counts=True) if y.ndim == 1 else (None, None)
-        if counts is not None and counts.min() < 2:
+        y = checked_labels(y, "AdaptedClassifier", "y")
+        labels, counts = np.unique(y, return_counts=True)
+        if counts.min() < 2:
             rare = labels[counts < 2].tolist()[:5]
             raise ValueError(
                 f"AdaptedClassifier: classes {rare} have a single row; every class needs at "
@@ -148,7 +173,9 @@ class AdaptedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Class probabilities of ``X``, (n, C), adapting to it batch by batch (stateful)."""
+        """Class probabilities of ``X``, (n, C), adapting to it batch by batch (stateful: the
+        batches continue the stream of the calls before). One row may come alone, as a dict
+        (column -> value) or a pandas Series (index = columns)."""
         check_is_fitted(self, "adapter_")
         X = _as_table(X)
         n_rows = X.shape[0]
@@ -182,10 +209,155 @@ class AdaptedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return report(level=level)
 
     def reset(self) -> AdaptedClassifier:
-        """Back to the adapter's state right after ``fit`` (the next batch starts a stream)."""
+        """Back to the adapter's state right after ``fit`` (the next batch starts a stream: the
+        report, the labelled rows and the row ids start again). Returns self."""
         check_is_fitted(self, "adapter_")
         self.adapter_.reset()
         return self
+
+    def partial_fit(self, X: Any, y: Any, *, rows: Any = None) -> AdaptedClassifier:
+        """Labels of rows predicted earlier, for the batches that come after this call:
+        :meth:`adaptable.AdapTable.partial_fit` (any share, any delay; never changes a
+        prediction already made). Returns self.
+
+        Args:
+            X: the rows (a table, or one row as a dict or a pandas Series); or ``None`` with
+                ``rows``: the labels then go with the scores kept when those rows were
+                predicted.
+            y: their labels, from ``classes_``, (n,).
+            rows: the rows' ids, their positions among the rows predicted since ``fit`` or
+                :meth:`reset` (optional where ``X`` is given; they also score the labels
+                against the predictions made, the report's ``realised_*`` columns).
+
+        Raises:
+            NotFittedError: before ``fit``.
+            TypeError: an adapter that takes no labels (of the registry's methods, AdapTable's
+                default preset and the ``labelled_*`` anchors do), or ``rows`` given to one
+                that takes no row ids.
+            ValueError: what the adapter's ``partial_fit`` refuses (a label outside
+                ``classes_``, a length mismatch, an unknown row id...).
+
+        Example:
+            >>> clf.predict(X_new[:64])  # doctest: +SKIP
+            >>> clf.partial_fit(None, y_new[:8], rows=range(8))  # doctest: +SKIP
+        """
+        learn = self._adapters_own("partial_fit", "takes no labels")
+        X = None if X is None else _as_table(X)
+        if rows is None:
+            learn(X, y)
+        else:
+            learn(X, y, rows=rows)
+        return self
+
+    def report(self) -> pd.DataFrame:
+        """The adapter's drift report: one row per batch adapted since ``fit`` or
+        :meth:`reset` (:meth:`adaptable.AdapTable.report`). Every ``predict`` adds rows: two
+        passes over the same rows report both.
+
+        Raises:
+            NotFittedError: before ``fit``.
+            TypeError: an adapter that keeps no report (only AdapTable's default preset does).
+            ValueError: AdapTable's paper preset.
+
+        Example:
+            >>> clf.report()[["rows", "rule", "estimated_adapter"]].tail()  # doctest: +SKIP
+        """
+        return self._adapters_own("report", "keeps no drift report")()
+
+    def drift_summary(
+        self, *, last_batches: int | None = None, tolerance: float = 0.05,
+        deviations: float = 2.0, reference: float | None = None,
+    ) -> DriftSummary:  # fmt: skip
+        """Whether the adapter still does as well on the stream as the model did on its
+        held-out rows, with a verdict: :meth:`adaptable.AdapTable.drift_summary`, with the
+        same arguments (``print`` it).
+
+        Raises:
+            NotFittedError: before ``fit``.
+            TypeError: an adapter that keeps no report (only AdapTable's default preset does).
+            ValueError: what the adapter's ``drift_summary`` refuses (no batch yet, the paper
+                preset, an argument out of range).
+
+        Example:
+            >>> print(clf.drift_summary(last_batches=50))  # doctest: +SKIP
+        """
+        summary = self._adapters_own("drift_summary", "keeps no drift report")
+        return summary(
+            last_batches=last_batches, tolerance=tolerance, deviations=deviations,
+            reference=reference,
+        )  # fmt: skip
+
+    def save(self, path: str | os.PathLike[str], *, drop_updates: bool = False) -> None:
+        """Write the adapter's fitted and online state, mid-stream, to one ``.safetensors``
+        file (:meth:`adaptable.AdapTable.save`: no pickle; once its model updates have learnt
+        from labels, only with ``drop_updates=True``, the file then loading without them).
+        Neither the fitted estimator nor this wrapper's own parameters are in it: keep the
+        estimator (``estimator_``) as you keep models, and pass it, and ``batch_size``, to
+        :meth:`load`.
+
+        Raises:
+            NotFittedError: before ``fit``.
+            TypeError: an adapter other than AdapTable (pickle the whole wrapper instead, with
+                ``joblib.dump``).
+            FileNotFoundError, IsADirectoryError: as :meth:`adaptable.AdapTable.save`.
+
+        Example:
+            >>> clf.save("adapter.safetensors")  # doctest: +SKIP
+            >>> joblib.dump(clf.estimator_, "estimator.joblib")  # doctest: +SKIP
+        """
+        self._adapters_own("save", "cannot be saved to a file")(path, drop_updates=drop_updates)
+
+    @classmethod
+    def load(
+        cls, path: str | os.PathLike[str], estimator: Any, *, batch_size: int | None = 64
+    ) -> AdaptedClassifier:
+        """An AdaptedClassifier from a file :meth:`save` wrote, and the fitted estimator it
+        adapts: it continues the stream where ``save`` left it.
+
+        Args:
+            path: the file.
+            estimator: the fitted estimator of the saved wrapper (``estimator_``).
+            batch_size: as the constructor's (not in the file).
+
+        Returns:
+            a fitted AdaptedClassifier; ``estimator`` and ``adapter`` are unfitted copies of
+            those loaded (for ``clone`` and a refit), ``valid_size`` and ``random_state``
+            their defaults.
+
+        Raises:
+            ValueError: what :meth:`adaptable.AdapTable.load` refuses (not an AdapTable file,
+                a field wrong, the estimator's ``classes_`` not the file's).
+
+        Example:
+            >>> clf = AdaptedClassifier.load("adapter.safetensors", estimator)  # doctest: +SKIP
+        """
+        from adaptable.core import AdapTable
+
+        adapter = AdapTable.load(path, model=estimator)
+        loaded = cls(clone(estimator), clone(adapter), batch_size=batch_size)
+        loaded.estimator_, loaded.adapter_, loaded.classes_ = estimator, adapter, adapter.classes_
+        columns = adapter.columns_
+        if columns is not None:
+            loaded.feature_names_in_ = np.asarray(columns.names, dtype=object)
+        width = getattr(estimator, "n_features_in_", None)
+        if width is None and columns is not None:
+            width = len(columns.names)
+        if width is not None:
+            loaded.n_features_in_ = int(width)
+        return loaded
+
+    def _adapters_own(self, name: str, lacking: str) -> Any:
+        """The fitted adapter's method ``name``; ``TypeError`` (saying it ``lacking``) where
+        the adapter has none."""
+        check_is_fitted(self, "adapter_")
+        method = getattr(self.adapter_, name, None)
+        if not callable(method):
+            raise TypeError(
+                f"AdaptedClassifier.{name}: the adapter {self.adapter_.name!r} "
+                f"({type(self.adapter_).__name__}) {lacking}; AdapTable(), the default "
+                f"adapter, has {name}."
+            )
+        return method
 
     def _new_adapter(self) -> TestTimeMethod:
         if self.adapter is not None:
@@ -197,7 +369,9 @@ class AdaptedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
 
 def _as_table(X: Any) -> Any:
-    """DataFrames and arrays as they are; anything else (lists) as a 2-D array."""
+    """DataFrames and arrays as they are; one row (a dict or a Series) as a one-row DataFrame;
+    anything else (lists) as a 2-D array."""
+    X = as_table(X)
     table = X if hasattr(X, "iloc") or isinstance(X, np.ndarray) else np.asarray(X)
     if len(table.shape) != 2:
         raise ValueError(

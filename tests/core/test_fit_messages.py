@@ -38,7 +38,9 @@ def test_a_missing_label_in_y_valid_is_named() -> None:
     model = LogisticRegression().fit(X, Y2)
     y_valid = Y2[200:].astype(float)
     y_valid[[5, 9]] = np.nan
-    with pytest.raises(ValueError, match=r"y_valid holds 2 missing label\(s\).*first at row 5"):
+    with pytest.raises(
+        ValueError, match=r"y_valid holds 2 missing label\(s\).*first at row 5 \(all at rows 5, 9\)"
+    ):
         AdapTable(preset="paper", calibrator="none").fit(model, X[:200], Y2[:200], X[200:], y_valid)
 
 
@@ -48,7 +50,10 @@ def test_labels_mixing_strings_and_numbers_are_named(kind) -> None:
     values = ["yes" if v else 0 for v in Y2]
     mixed = {"object array": np.array(values, dtype=object), "list": values}.get(kind)
     mixed = pd.Series(values) if mixed is None else mixed
-    with pytest.raises(ValueError, match=r"y_source mixes strings and other labels \(e.g. 0 and"):
+    with pytest.raises(
+        ValueError,
+        match=r"y_source mixes strings and other labels \(e.g. 0 and 'yes', of types int",
+    ):
         AdapTable(output="logits").fit(lambda A: np.zeros((len(A), 2)), X, mixed)
     model = LogisticRegression().fit(X, Y2)
     method = AdapTable(random_state=0).fit(model, X[:200], Y2[:200], X[200:], Y2[200:])

@@ -89,3 +89,25 @@ def test_an_infinite_number_is_still_refused_by_name() -> None:
     encoder = Encoder().fit(pd.DataFrame({"n": [1.0, 2.0], "m": [1, 2]}))
     with pytest.raises(ValueError, match="infinite values: n"):
         encoder.encode(pd.DataFrame({"n": [np.inf, 2.0], "m": [1, 2]}))
+
+
+@pytest.mark.parametrize("dtype", ["str", pd.StringDtype("python"), object])
+@pytest.mark.parametrize("rows", [1, 64])
+def test_text_of_pandas_string_dtype_is_read_from_its_blocks(dtype, rows, monkeypatch) -> None:
+    """pandas' own string dtype (the default for text from pandas 3, and what a frame built
+    from one dict row gets) is read from its blocks as object columns are, to the same codes."""
+    train = mixed_frame(500, seed=0)
+    encoder = Encoder(
+        numerical=["int", "float32", "nan", "flag", "int32"], categorical=["job", "code"]
+    ).fit(train)
+    frame = mixed_frame(rows, seed=5).astype({"job": dtype})
+    numeric_pos, category_pos = encoder._column_positions(frame, "transform")
+    numbers, categories = encoding._from_blocks(frame, numeric_pos, category_pos)
+    assert numbers is not None and categories is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast, usual = encoded_both_ways(encoder, frame, monkeypatch)
+        as_objects = encoder.encode(frame.astype({"job": object}))
+    assert np.array_equal(fast.codes, usual.codes)
+    assert np.array_equal(fast.codes, as_objects.codes)
+    assert np.array_equal(fast.numeric, usual.numeric)

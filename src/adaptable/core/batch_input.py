@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from adaptable.framework.model_adapter import checked_logits
+from adaptable.framework.rows import as_table
 
 if TYPE_CHECKING:
     from adaptable.encoding import EncodedBatch, Encoder
@@ -87,7 +88,7 @@ class BatchInput:
         if X_batch is None:
             return None
         try:
-            return self.conform(X_batch, "X_batch")
+            return self.conform(as_table(X_batch), "X_batch")
         except (TypeError, ValueError, KeyError, IndexError):
             return None
 
@@ -133,6 +134,7 @@ class BatchInput:
                 or :func:`refuse_sparse` refuses, or ``X_batch`` has another number of rows
                 than ``logits``.
         """
+        X_batch = as_table(X_batch)  # one row alone, as a dict or a Series
         if not self.needs_features:
             return None
         if X_batch is None:

@@ -40,6 +40,7 @@ from adaptable.framework.fitted_columns import FittedColumns
 from adaptable.framework.method import SourceData, TestTimeMethod
 from adaptable.framework.model_adapter import checked_logits
 from adaptable.framework.parameters import InvalidParameterError, validate_parameters
+from adaptable.framework.rows import as_table
 
 # AdapTableState was defined here: imports of this module (and pickles) still find it
 __all__ = ["AdapTable", "AdapTableState"]
@@ -174,8 +175,7 @@ class AdapTable(TestTimeMethod):
         self.n_classes_, self.source_prior_ = parts.n_classes, parts.source_prior
         self.encoder_, self.columns_ = parts.encoder, parts.columns
         self.calibrator_, self.decider_ = parts.calibrator, parts.decider
-        self.feature_monitor_ = parts.feature_monitor
-        self.updates_ = parts.updates
+        self.feature_monitor_, self.updates_ = parts.feature_monitor, parts.updates
         self._logit_function, self._encoded_logits = parts.logit_function, parts.encoded_logits
         self.temperature_ = self.decider_.temperature_
         self.post_training_ = getattr(self.calibrator_, "report", None)
@@ -196,11 +196,11 @@ class AdapTable(TestTimeMethod):
         self._intake = LabelIntake(self.decider_, self._input, self.source_prior_, self.updates_)
 
     def predict_proba(self, X_batch: Any, *, oracle_labels: Any = None) -> np.ndarray:
-        """Adapt to one test batch and return its probabilities, (n, C) in ``classes_`` order:
-        p_bar of Algorithm 1 (paper preset), or the target posteriors re-weighted for the
-        objective (default). Stateful. ``oracle_labels``: for ``"oracle_test_labels"`` only."""
+        """Adapt to one test batch (one row may be a dict or a pandas Series) and return its
+        probabilities, (n, C) in ``classes_`` order: p_bar of Algorithm 1 (paper preset), or the
+        target posteriors re-weighted for the objective (default). Stateful."""
         self._check_fitted()
-        logits, encoded, rows = self._input.read(X_batch, self._check_batch)
+        logits, encoded, rows = self._input.read(as_table(X_batch), self._check_batch)
         return self._adapt(logits, encoded, oracle_labels, rows)
 
     def predict(self, X_batch: Any, *, oracle_labels: Any = None) -> np.ndarray:
@@ -242,8 +242,8 @@ class AdapTable(TestTimeMethod):
         decision, and with ``update`` the model updates), never those already made.
 
         Args:
-            X: the rows, as the model takes them (n rows); or ``None`` with ``rows``: the
-                labels then go with the model's scores kept for those rows (the last 65,536).
+            X: the rows as the model takes them (one row: a dict or a Series), or ``None`` with
+                ``rows``: the labels then go with the scores kept for those rows (the last 65,536).
             y: their labels (from ``classes_``), (n,).
             rows: optional ids of the rows: their positions in the stream since fit / reset
                 (the first batch holds rows 0 .. n_1 - 1, the next n_1 .. n_1 + n_2 - 1). With
@@ -257,6 +257,7 @@ class AdapTable(TestTimeMethod):
             RuntimeError: ``X`` given to an adapter loaded without a model.
         """
         self._check_fitted()
+        X = as_table(X)
         self._intake.check_accepts(X, rows, self.preset)
         codes = self._label_codes(y, "y")
         self._intake.learn(X, codes, rows, self.classes_, count=self._check_batch)

@@ -110,6 +110,11 @@ def fit_parts(model: Any, source: SourceData, params: dict[str, Any]) -> FittedP
         source = dataclasses.replace(source, X_valid=columns.conform(source.X_valid, "X_valid"))
     logit_function = as_logit_function(model, params["output"])
     shared = shared_encoder(model, params)
+    encoder = None
+    if reads_features:  # first: the Encoder refuses columns it cannot read before any work
+        encoder = shared or Encoder(params["numerical"], params["categorical"]).fit(
+            source_rows(source)
+        )
     logits = rows_checked(
         logit_function(source.X), len(source.y), f"the {len(source.y)} rows of X_source"
     )
@@ -120,11 +125,6 @@ def fit_parts(model: Any, source: SourceData, params: dict[str, Any]) -> FittedP
         n_valid = len(source.y_valid)
         logits_valid = rows_checked(
             logit_function(source.X_valid), n_valid, f"the {n_valid} rows of X_valid"
-        )
-    encoder = None
-    if reads_features:
-        encoder = shared or Encoder(params["numerical"], params["categorical"]).fit(
-            source_rows(source)
         )
     context = FitContext(
         source, logits, logits_valid, prior, encoder, _seed(params["random_state"]),

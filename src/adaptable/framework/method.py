@@ -237,14 +237,9 @@ def _encode_labels(
         if y is None:
             checked[what] = None
             continue
-        _refuse_mixed_labels(y, owner, what)
-        try:
-            y = column_or_1d(y, warn=True)
-        except ValueError as err:
-            raise ValueError(f"{owner}: {what}: {err}") from err
         # Before scikit-learn's checks, which call a gap "Unknown label type: unknown" (numbers)
         # or fail sorting it among strings.
-        _refuse_missing_labels(y, owner, what, "drop those rows or give them a label", "row")
+        y = checked_labels(y, owner, what)
         try:
             check_classification_targets(y)
             check_consistent_length(X, y)
@@ -268,6 +263,41 @@ def _encode_labels(
         for what, y in checked.items()
     }
     return classes, codes
+
+
+def checked_labels(y: Any, owner: str, what: str) -> np.ndarray:
+    """Labels read as a 1-D array, refused first where they mix strings with other values or
+    hold missing ones: the checks :meth:`TestTimeMethod.fit` makes of each label array before
+    any work, for a caller that reads labels itself (:class:`~adaptable.AdaptedClassifier`).
+
+    Args:
+        y: the labels, (n,) or (n, 1): an array, a list or a pandas Series.
+        owner: who checks, the message's first word (``"adaptable"``, ``"AdaptedClassifier"``).
+        what: the argument's name in the message (``"y_source"``, ``"y"``).
+
+    Returns:
+        ``y`` as a 1-D numpy array (scikit-learn's ``column_or_1d``).
+
+    Raises:
+        ValueError: labels of more than one dimension, labels mixing strings and other values
+            (naming their types), or missing labels (NaN, None, NA: naming their rows).
+
+    Example:
+        >>> checked_labels(["no", "yes"], "adaptable", "y").tolist()
+        ['no', 'yes']
+        >>> try:
+        ...     checked_labels([0, None, 1, None], "adaptable", "y")
+        ... except ValueError as err:
+        ...     print(str(err).split(";")[0])
+        adaptable: y holds 2 missing label(s) (NaN, None or NA), first at row 1 (all at rows 1, 3)
+    """
+    _refuse_mixed_labels(y, owner, what)
+    try:
+        y = column_or_1d(y, warn=True)
+    except ValueError as err:
+        raise ValueError(f"{owner}: {what}: {err}") from err
+    _refuse_missing_labels(y, owner, what, "drop those rows or give them a label", "row")
+    return y
 
 
 def check_model_classes(model: Any, classes: np.ndarray, owner: str) -> None:
@@ -301,9 +331,14 @@ def _refuse_missing_labels(
         return
     missing = np.flatnonzero(pd.isna(y))
     if missing.size:
+        listed = ""
+        if missing.size > 1:
+            more = f" and {missing.size - 10} more" if missing.size > 10 else ""
+            shown = ", ".join(map(str, missing[:10].tolist()))
+            listed = f" (all at {where}s {shown}{more})"
         raise ValueError(
             f"{owner}: {what} holds {missing.size} missing label(s) (NaN, None or NA), "
-            f"first at {where} {missing[0]}; {advice}."
+            f"first at {where} {missing[0]}{listed}; {advice}."
         )
 
 
@@ -327,6 +362,6 @@ def _refuse_mixed_labels(y: Any, owner: str, what: str) -> None:
     if words.any() and others.any():
         word, other = values[words.argmax()], python_value(values[others.argmax()])
         raise ValueError(
-            f"{owner}: {what} mixes strings and other labels (e.g. {other!r} and {word!r}); "
-            "give every label the same type."
+            f"{owner}: {what} mixes strings and other labels (e.g. {other!r} and {word!r}, "
+            f"of types {type(other).__name__} and str); give every label the same type."
         )
