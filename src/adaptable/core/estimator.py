@@ -323,7 +323,8 @@ class AdapTable(TestTimeMethod):
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the fitted state, mid-stream, to one ``.safetensors`` file (no pickle), with
-        the parameters of the last fit; the model is not saved (pass it to :meth:`load`).
+        the parameters of the last fit and a SHA-256 digest of the whole; the model is not
+        saved (pass it to :meth:`load`).
 
         Raises:
             FileNotFoundError: the folder of ``path`` does not exist.
@@ -345,7 +346,9 @@ class AdapTable(TestTimeMethod):
 
         Raises:
             ValueError: not an AdapTable file, one of a later version, a field missing,
-                malformed or in disagreement (named), or ``model.classes_`` not the file's.
+                malformed or in disagreement with another (named), a file whose digest does
+                not match its contents (corrupted, or edited after save), or
+                ``model.classes_`` not the file's.
             IsADirectoryError: ``path`` is a folder.
         """
         saved = read(cls, path, model)
