@@ -146,6 +146,7 @@ def _set(*path_and_value) -> Edit:
         (_drop("report.matrices"), "report"),
         # the label-corrected estimate's rows against the labels the report scored
         (_tensor("report.residual_rows", _first(31)), "report.residual_rows"),
+        (_drop("report.residual_rows"), "report.residual_rows"),
         # the stream's state, saved since before the report's window
         (lambda t, m: m.pop("stream"), "stream"),
         # the report's window against the parameters

@@ -393,7 +393,9 @@ def _check_residual_rows(
     batches = arrays.get("residual_batches", _empty((0,)))
     rows = arrays.get("residual_rows", _empty((0,)))
     if batches.shape != rows.shape or batches.ndim != 1:
-        return  # named by its restore
+        raise reader.error(
+            "report.residual_rows", "must hold one count per batch of report.residual_batches"
+        )
     if "believed" not in arrays:
         kept = np.zeros(len(numbers), dtype=bool)
     else:  # a file written before the mask: every kept batch has them
