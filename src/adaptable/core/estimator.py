@@ -324,10 +324,10 @@ class AdapTable(TestTimeMethod):
 
     def save(self, path: str | os.PathLike[str], *, drop_updates: bool = False) -> None:
         """Write the fitted state, mid-stream, to one ``.safetensors`` file (no pickle), with
-        the parameters of the last fit; the model is not saved (pass it to :meth:`load`).
-        Raises ``ValueError`` once model updates have learnt from labels (pickle; or
-        ``drop_updates=True``: the file then says ``update="none"``), ``FileNotFoundError`` /
-        ``IsADirectoryError`` for a missing folder / a folder."""
+        the parameters of the last fit and a SHA-256 digest of the whole; the model is not
+        saved (pass it to :meth:`load`). Raises ``ValueError`` once model updates have learnt
+        from labels (pickle; or ``drop_updates=True``: the file then says ``update="none"``),
+        ``FileNotFoundError`` / ``IsADirectoryError`` for a missing folder / a folder."""
         self._check_fitted()
         write(self, path, drop_updates=drop_updates)
 
@@ -345,10 +345,10 @@ class AdapTable(TestTimeMethod):
             training_rows: ``(X_source, y_source)`` as given to fit, for the model updates'
                 refit (without them labels fit the patch alone; ``updates_.refusal`` says so).
 
-        Raises:
-            ValueError: not an AdapTable file, one of a later version, a field missing,
-                malformed or in disagreement (named), or ``model.classes_`` not the file's.
-            IsADirectoryError: ``path`` is a folder.
+        Raises ``ValueError`` for a file not an AdapTable's or of a later version, a field
+        missing, malformed or in disagreement with another (named), a digest that does not
+        match (corrupted, or edited), or ``model.classes_`` not the file's;
+        ``IsADirectoryError`` where ``path`` is a folder.
         """
         saved = read(cls, path, model)
         method = cls(**saved.params_with(output))

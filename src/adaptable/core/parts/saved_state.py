@@ -42,6 +42,8 @@ MAX_METADATA_DEPTH = 16
 #: longest integer the metadata may hold (a seed below 2**256 has 78 digits); a longer one is
 #: refused by its field's check instead of failing Python's integer conversion unnamed
 MAX_INTEGER_DIGITS = 100
+#: what :meth:`StateReader.tensors_under` accepts for each kind: numpy dtype kinds, in words
+_KINDS = {"f": ("f", "floats"), "i": ("iub", "integers")}
 #: the version of a package release, as the file's ``version`` field holds it
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?([.+-]?[0-9A-Za-z.+-]*)")
 
@@ -171,8 +173,8 @@ class StateReader:
         if not isinstance(self.meta, dict) or self.meta.get("format") not in formats:
             found = self.meta.get("format") if isinstance(self.meta, dict) else None
             raise ValueError(
-                f"{path!r}: unknown AdapTable file format {found!r}; expected one of "
-                f"{list(formats)}."
+                f"{path!r}: field 'format' names an unknown AdapTable file format {found!r}; "
+                f"expected one of {list(formats)}."
             )
         if version is not None:
             self._check_version(version)
@@ -327,6 +329,35 @@ class StateReader:
         """The tensors whose key starts with ``prefix``, by the rest of their key; each counts
         as read once its data is."""
         return self.arrays.with_prefix(prefix)
+
+    def tensors_under(self, prefix: str, kinds: Mapping[str, str]) -> dict[str, np.ndarray]:
+        """Every tensor whose key starts with ``prefix``, read, by the rest of its key: each
+        must be one ``kinds`` names, stored as its kind (``"f"``: floats, all finite; ``"i"``:
+        integers), checked from the header before its data is read.
+
+        Raises:
+            ValueError: naming the first tensor of no listed key, of another kind, or holding
+                NaN or inf.
+
+        Example:
+            >>> reader = StateReader("f", '{"format": "x"}', {"a.n": np.ones(2)}, ["x"])
+            >>> reader.tensors_under("a.", {"n": "f"})["n"].tolist()
+            [1.0, 1.0]
+        """
+        read: dict[str, np.ndarray] = {}
+        for key in sorted(k for k in self.arrays if k.startswith(prefix)):
+            name = key.removeprefix(prefix)
+            kind = kinds.get(name)
+            if kind is None:
+                raise self.error(key, "is not part of an AdapTable file")
+            dtype = np.dtype(self.arrays.header(key)[1])
+            if dtype.kind not in _KINDS[kind][0]:
+                raise self.error(key, f"must be stored as {_KINDS[kind][1]}; got {dtype.name}")
+            value = self.arrays[key]
+            if kind == "f" and not np.all(np.isfinite(value)):
+                raise self.error(key, "holds NaN or inf values")
+            read[name] = value
+        return read
 
     def no_unexpected_tensors(self) -> None:
         """Refuse a tensor that no part read."""

@@ -16,7 +16,10 @@ File layout (format ``adaptable.AdapTable/2``; ``/1`` files hold the paper's alg
   fit); g_phi's ``layout``; the deciders'
   ``temperature``, and the recommended decider's ``rule`` and ``seed``;
 - per-column drift: ``feature_drift`` and the ``feature_drift.*`` tensors
-  (:mod:`~adaptable.core.report.feature_drift_fields`), where the adapter keeps it.
+  (:mod:`~adaptable.core.report.feature_drift_fields`), where the adapter keeps it;
+- ``digest``, the SHA-256 of the rest (:mod:`~adaptable.core.persistence.file_digest`), checked
+  once every field has passed its own checks (a file without one, written before it existed,
+  is read without it).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from adaptable.core.parts.saved_state import (
     Tensors,
     is_column_name,
 )
+from adaptable.core.persistence.file_digest import DIGEST_FIELD, file_digest, is_digest
 from adaptable.core.presets import DECIDERS, calibrator_name
 from adaptable.core.report.feature_drift_fields import monitor_state, read_monitor
 from adaptable.framework.fitted_columns import FittedColumns, is_saved_name
@@ -160,6 +164,8 @@ def write(method: Any, path: str | os.PathLike[str], *, drop_updates: bool = Fal
         )
     if os.path.isdir(name):
         raise IsADirectoryError(f"Cannot save to {name!r}: it is a folder; give a file name.")
+    # the digest over the metadata as load reads it back, and the tensors as written
+    meta[DIGEST_FIELD] = file_digest(json.loads(json.dumps(meta)), tensors.items())
     try:
         save_file(tensors, name, metadata={_METADATA_KEY: json.dumps(meta)})
     except SafetensorError as err:
@@ -217,7 +223,8 @@ def read(cls: type, path: str | os.PathLike[str], model: Any = None) -> SavedAda
         ValueError: not an AdapTable file (not a safetensors file: empty, truncated, of
             another kind; or no AdapTable metadata), a format it does not know, a version
             newer than this package, or a field missing, malformed or in disagreement (the
-            message names the file and the field); or ``model`` names other classes.
+            message names the file and the field), or a digest that does not match the
+            file's metadata and tensors (field ``digest``); or ``model`` names other classes.
         FileNotFoundError, IsADirectoryError: no file at ``path``.
     """
     from safetensors import SafetensorError, safe_open
@@ -244,6 +251,7 @@ def read(cls: type, path: str | os.PathLike[str], model: Any = None) -> SavedAda
             name, raw, Tensors.of_safetensors(handle), (FORMAT, *OLDER_FORMATS), __version__
         )
         saved = _read_parts(reader, cls)
+        _check_digest(reader, handle)
     if model is not None:  # column j of the model must be class j of the file
         check_model_classes(model, saved.classes, "AdapTable.load")
     return saved
@@ -269,12 +277,32 @@ def _read_parts(reader: StateReader, cls: type) -> SavedAdapTable:
     decider = decider_class.from_state(context)
     monitor = read_monitor(reader, encoder)
     reader.no_unexpected_tensors()
-    columns = _columns(reader)
+    columns = _columns(reader, encoder)
     parts = FittedParts(
         n_classes, prior, encoder, calibrator, decider,
         None if columns is None else FittedColumns(columns), feature_monitor=monitor,
     )  # fmt: skip
     return SavedAdapTable(params, classes, parts, _stream(reader, n_classes))
+
+
+def _check_digest(reader: StateReader, handle: Any) -> None:
+    """Once every field has passed its own checks: the file's digest (where it holds one; a
+    file written before the digest existed holds none) must be that of its metadata and
+    tensors (:mod:`~adaptable.core.persistence.file_digest`)."""
+    if DIGEST_FIELD not in reader.meta:
+        return
+    saved = reader.meta[DIGEST_FIELD]
+    if not is_digest(saved):
+        raise reader.error(DIGEST_FIELD, f"must be 'sha256:' and 64 hex digits; got {saved!r:.80}")
+    try:
+        found = file_digest(reader.meta, ((k, handle.get_tensor(k)) for k in handle.keys()))  # noqa: SIM118
+    except TypeError:  # a value JSON cannot write (a number too long to read): not as saved
+        found = None
+    if found != saved:
+        raise ValueError(
+            f"{reader.path!r}: field {DIGEST_FIELD!r} does not match the file's metadata and "
+            "tensors: the file is corrupted, or was edited after AdapTable.save wrote it."
+        )
 
 
 def _stream_of(state: Any) -> dict[str, Any]:
@@ -299,6 +327,9 @@ def _stream(reader: StateReader, n_classes: int) -> dict[str, Any] | None:
     """:func:`_stream_of`'s entry, checked; ``None`` where the file holds none (written before
     it was kept: the loaded adapter counts its batches from 0)."""
     if "stream" not in reader.meta:
+        # the report's window (its fifth counter) has been saved only since the stream was
+        if reader.shape("report.counters") == (5,):
+            raise reader.error("stream", "is missing (the report's window is saved with it)")
         return None
     stream = reader.field("stream", dict)
     count, rule = stream.get("n_batches"), stream.get("rule")
@@ -320,15 +351,23 @@ def _stream(reader: StateReader, n_classes: int) -> dict[str, Any] | None:
     }
 
 
-def _columns(reader: StateReader) -> pd.Index | None:
+def _columns(reader: StateReader, encoder: Any) -> pd.Index | None:
     """The fit's DataFrame columns (metadata ``columns``), or ``None`` where the file holds
-    none (fitted on arrays, on names JSON cannot hold, or written before they were saved)."""
+    none (fitted on arrays, on names JSON cannot hold, or written before they were saved);
+    they include every column the saved Encoder reads."""
     if "columns" not in reader.meta:
         return None
     names = reader.field("columns", list)
     if not names or not all(map(is_saved_name, names)) or len(set(names)) != len(names):
         raise reader.error("columns", "must be distinct column names (strings or numbers)")
-    return pd.Index(names)
+    columns = pd.Index(names)
+    if encoder is not None:
+        absent = [c for c in [*encoder.numerical_, *encoder.categorical_] if c not in columns]
+        if absent:
+            raise reader.error(
+                "columns", f"lack the column {absent[0]!r} the encoder reads (field 'encoder')"
+            )
+    return columns
 
 
 def _params(reader: StateReader, cls: type) -> dict[str, Any]:

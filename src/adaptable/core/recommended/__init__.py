@@ -7,6 +7,8 @@ the label distribution only while the stream shows one.
 - ``labelled_rows.py``: :class:`LabelledRows`, the part it owns for labels that come back
   and the drift report;
 - ``saved_fields.py``: its own fields read back from a save file, every one checked;
+- ``labelled_fields.py``: the labelled rows' and the report's saved tensors, checked against
+  each other and the rest of the file;
 - ``moment_test.py``: the moment-matching test of pure label shift;
 - ``prior_estimate.py``: the MAP-EM target-prior estimate and its likelihood-ratio test;
 - ``label_shift_estimate.py``: the stream read as a label shift, re-read only when a bound

@@ -31,6 +31,7 @@ from adaptable.core.labels import (
 )
 from adaptable.core.labels.label_prior import JEFFREYS
 from adaptable.core.parts.decider import CalibratedBatch, Decision
+from adaptable.core.recommended.labelled_fields import read_labelled_state
 from adaptable.core.report.drift_log import DriftLog
 from adaptable.framework.probability import floored_log, softmax
 
@@ -368,20 +369,40 @@ class LabelledRows:
         *,
         report_batches: int | None,
         seed: int,
+        stream_rows: int | None = None,
     ) -> LabelledRows:
-        """Inverse of :meth:`arrays` (the other arguments as the constructor's); a file written
-        before the labelled rows and the report existed gives none (and no held-out rows for
-        the labelled evidence). Malformed tensors raise the reader's error, naming them."""
+        """Inverse of :meth:`arrays` (the other arguments as the constructor's; ``stream_rows``
+        the stream's rows so far, which the report must count); a file written before the
+        labelled rows and the report existed gives none (and no held-out rows for the
+        labelled evidence). Every tensor is checked, against the others too
+        (:func:`~adaptable.core.recommended.labelled_fields.read_labelled_state`); a malformed
+        or disagreeing one raises the reader's error, naming it."""
         labelled = cls(source_prior, objective, report_batches=report_batches, seed=seed)
         n_classes = len(source_prior)
         if "worth_cache" in reader.arrays:
             cache = reader.tensor("worth_cache", (2 + n_classes,))
-            if cache[0] < 0 or cache[0] != int(cache[0]):
-                raise reader.error("worth_cache", "must start with a count of rows")
+            if (
+                cache[0] < 0
+                or cache[0] != int(cache[0])
+                or stream_rows is not None
+                and cache[0] > stream_rows
+            ):
+                raise reader.error(
+                    "worth_cache", "must start with a count of rows, at most the stream's"
+                )
             labelled._worth_cache = (int(cache[0]), cache[2:].astype(np.float64), float(cache[1]))
-        for name, part in (("feedback", labelled.feedback), ("report", labelled.drift_log)):
-            arrays = reader.prefixed(f"{name}.")
-            if name == "feedback" and "heldout_scores" not in arrays:
+        state = read_labelled_state(
+            reader,
+            n_classes,
+            capacity=labelled.feedback.reservoir.capacity,
+            stream_rows=stream_rows,
+            report_batches=report_batches,
+        )
+        for name, part, arrays in (
+            ("feedback", labelled.feedback, state.feedback),
+            ("report", labelled.drift_log, state.report),
+        ):
+            if arrays is None:
                 continue
             try:
                 part.restore(arrays)

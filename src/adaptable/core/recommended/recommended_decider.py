@@ -53,6 +53,7 @@ from adaptable.core.recommended.prior_estimate import (
     prior_center,
 )
 from adaptable.core.recommended.saved_fields import (
+    check_rule_objective,
     read_expected_confusion,
     read_heldout_scores,
     read_prior_estimate,
@@ -477,6 +478,11 @@ class RecommendedDecider(Decider):
             decider.reference_prior_ = decider._reference_prior(scores)
         estimate = decider._new_prior_estimate(seed)
         n_seen = read_prior_estimate(reader, estimate, n_classes)
+        if test.n_rows != n_seen:  # both see every row of the stream
+            raise reader.error(
+                "shift_test.n_rows",
+                f"counts {test.n_rows} rows but the stream had {n_seen} (prior_estimate.n_seen)",
+            )
         expected = read_expected_confusion(reader, n_classes, n_seen)
         decider.rule, decider.shift_test, decider.prior_estimate = rule, test, estimate
         decider._start(expected.copy())
@@ -486,5 +492,9 @@ class RecommendedDecider(Decider):
             decider.objective,
             report_batches=decider.report_batches,
             seed=estimate.seed,
+            stream_rows=n_seen,
+        )
+        check_rule_objective(
+            reader, rule, decider.objective, *decider.feedback.heldout, decider.source_prior_
         )
         return decider

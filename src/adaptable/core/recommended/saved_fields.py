@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from adaptable.core.decision.rules import RuleChoice
+from adaptable.core.decision.rules import OBJECTIVES, RuleChoice, confusion, score
 from adaptable.core.recommended.moment_test import LabelShiftTest
 
 if TYPE_CHECKING:
@@ -46,6 +46,50 @@ def read_rule(reader: StateReader) -> RuleChoice:
             "rule", f"must have beta 0 or 1, and scores and evidence in [0, 1]; got {rule}"
         )
     return choice
+
+
+def check_rule_objective(
+    reader: StateReader,
+    rule: RuleChoice,
+    objective: str,
+    heldout_scores: np.ndarray,
+    heldout_labels: np.ndarray,
+    source_prior: np.ndarray,
+) -> None:
+    """Refuse parameters whose ``objective`` is not the one the held-out rule was fitted for:
+    the rule's two scores are those of argmax and the balanced rule on the held-out rows
+    (``feedback.heldout_*``) under the objective it was fitted for, and under another one
+    here. A file without the held-out rows (written before they were kept) is not checked,
+    nor is one whose scores no objective reproduces (a tie on the held-out rows may round
+    either way)."""
+    if not len(heldout_labels):
+        return
+
+    def reproduces(name: str) -> bool:
+        saved = (rule.source_score, rule.balanced_score)
+        return _heldout_scores(heldout_scores, heldout_labels, source_prior, name) == saved
+
+    if reproduces(objective):
+        return
+    fitted_for = [name for name in OBJECTIVES if name != objective and reproduces(name)]
+    if fitted_for:
+        raise reader.error(
+            "params",
+            f"say objective={objective!r} but the held-out rule (field 'rule') was fitted for "
+            f"{fitted_for[0]!r}",
+        )
+
+
+def _heldout_scores(
+    scores: np.ndarray, labels: np.ndarray, prior: np.ndarray, objective: str
+) -> tuple[float, float]:
+    """Argmax's and the balanced rule's scores on the held-out rows, as ``choose_rule``
+    computes them (from the same counts, so equal where the rows' decisions are)."""
+    proba = np.exp(scores)
+    n_classes = scores.shape[1]
+    source = score(confusion(labels, proba.argmax(axis=1), n_classes), objective)
+    balanced = score(confusion(labels, (proba / prior).argmax(axis=1), n_classes), objective)
+    return float(source), float(balanced)
 
 
 def read_shift_test(reader: StateReader, n_classes: int, encoder: Encoder | None) -> LabelShiftTest:
