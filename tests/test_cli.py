@@ -984,6 +984,83 @@ def test_drift_figure_of_classes_named_low_and_high_draws_them_without_a_warning
     assert "Traceback" not in capsys.readouterr().err
 
 
+@pytest.fixture(scope="module")
+def three_classes_with_labels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A default adapter of three classes saved after 20 batches, labels of 20 rows a batch
+    given by row id three batches late (the label panel draws every kind of line per class)."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    from adaptable import AdapTable
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2600, 2))
+    y = np.digitize(x[:, 0] + 0.3 * x[:, 1], [-0.5, 0.5])
+    model = LogisticRegression().fit(x[:800], y[:800])
+    adapter = AdapTable(random_state=0).fit(model, x[:800], y[:800], x[800:1200], y[800:1200])
+    stream_x, stream_y = x[1200:], y[1200:]
+    for t in range(20):
+        adapter.predict(stream_x[t * 64 : (t + 1) * 64])
+        if t >= 3:
+            rows = np.arange((t - 3) * 64, (t - 3) * 64 + 20)
+            adapter.partial_fit(None, stream_y[rows], rows=rows)
+    path = tmp_path_factory.mktemp("three") / "three.safetensors"
+    adapter.save(path)
+    return path
+
+
+def _legends_cover_nothing_and_say_each_label_once(figure) -> None:
+    """Every panel's legend lies outside every panel's axes and lists each label once."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)  # a saved figure may have lost its canvas
+    canvas.draw()  # the layout places the legends
+    renderer = canvas.get_renderer()
+    boxes = [ax.get_window_extent(renderer) for ax in figure.axes]
+    legends = [ax.get_legend() for ax in figure.axes if ax.get_legend() is not None]
+    assert len(legends) == 3  # performance, label shares, tests
+    for legend in legends:
+        labels = [text.get_text() for text in legend.get_texts()]
+        assert len(labels) == len(set(labels)), labels
+        box = legend.get_window_extent(renderer)
+        assert not any(box.overlaps(axes) for axes in boxes), labels
+
+
+def test_the_drift_figure_names_the_stream_and_its_legends_cover_nothing(
+    three_classes_with_labels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``adaptable drift FILE --figure``: the title says what the stream is (the adapter's
+    setting, its batches and rows), not the file's name; the label panel lists each kind of
+    line once (not once per class) and no legend covers a line."""
+    import numpy as np
+
+    import adaptable.experiments.plots as plots
+    from adaptable import AdapTable
+    from adaptable.experiments.drift_figure import plot_drift_report
+
+    drawn = []
+    save = plots.save_figure
+    monkeypatch.setattr(
+        plots, "save_figure", lambda fig, path: drawn.append(fig) or save(fig, path)
+    )
+    path = three_classes_with_labels
+    assert cli.main(["drift", str(path), "--figure", str(tmp_path / "f.png")]) == 0
+    [figure] = drawn
+    title = figure.get_suptitle()
+    assert path.name not in title and path.stem not in title
+    assert "default preset" in title and "3 classes" in title
+    assert "batches 0-19, 1,280 rows" in title
+    _legends_cover_nothing_and_say_each_label_once(figure)
+    labels = [t.get_text() for t in figure.axes[1].get_legend().get_texts()]
+    assert {"labelled share", "estimate p_t(0)", "estimate p_t(2)"} <= set(labels)
+    # the library's figure with the stream's true shares too, and without a title
+    report = AdapTable.load(path).report()
+    figure = plot_drift_report(report, true_shares=np.full((len(report), 3), 1 / 3))
+    assert figure.get_suptitle() == "Drift report: batches 0-19, 1,280 rows"
+    _legends_cover_nothing_and_say_each_label_once(figure)
+    assert "true share" in [t.get_text() for t in figure.axes[1].get_legend().get_texts()]
+
+
 def _create_with_adaptable(name: str, **options: object) -> object:
     """The toy methods, and AdapTable itself as ``adaptable``."""
     if name == "adaptable":
