@@ -1102,6 +1102,67 @@ def test_feedback_without_methods_runs_the_adapter_alone_as_the_readme_says(
     assert "with --feedback: adaptable alone" in " ".join(capsys.readouterr().out.split())
 
 
+def _warning_shift(name: str, dataset, seed: int):
+    """The toy streams, each built with a warning (as a resampled shift warns of its repeats);
+    any scenario but ``natural``/``sorted`` is the natural stream, so that every one builds."""
+    import warnings
+
+    warnings.warn(f"the {name} stream repeats rows", UserWarning, stacklevel=2)
+    return testing.apply_shift(name if name in ("natural", "sorted") else "natural", dataset, seed)
+
+
+def _escaped_warnings(argv: list[str], components) -> list[str]:
+    """Run the command (exit status 0) and return the warnings that left it raw, which Python
+    would print with their file and line (pytest's own capture would hide them)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as escaped:
+        warnings.simplefilter("always")
+        assert cli.main(argv, components=components) == 0
+    return [str(w.message) for w in escaped]
+
+
+def test_the_drift_figures_rerun_does_not_print_the_experiments_warnings_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run --feedback ... --drift-figure``: the figure reruns the experiment; a warning the
+    sweep's report has printed is not printed again, raw, by the rerun. When the experiment
+    is reused from the store, the rerun's warning is one line in the CLI's words."""
+    components = replace(WITH_ADAPTABLE, apply_shift=_warning_shift)
+    argv = ["run", "--datasets", "toy", "--models", "softmax", "--feedback", "0.5", "1",
+            "--drift-figure", str(tmp_path / "drift.png"), "--results", str(tmp_path / "r.jsonl"),
+            "--no-progress"]  # fmt: skip
+    assert _escaped_warnings(argv, components) == []  # none printed raw, with a source line
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "stream repeats rows" in line]
+    assert lines == [
+        "warning (toy|natural|softmax|adaptable|seed=0|feedback=0.5@1): UserWarning: the "
+        "natural stream repeats rows"
+    ], err
+    assert _escaped_warnings(argv, components) == []  # reused: the sweep reports nothing
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "stream repeats rows" in line]
+    assert lines == ["warning (drift figure): UserWarning: the natural stream repeats rows"], err
+
+
+def test_plot_prints_only_the_warnings_of_the_figures_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``plot reliability label_distribution``: the reliability figure reads the natural
+    stream alone, so the shifted streams of the temperature-vs-MMD figure (and their warnings)
+    are not built; asked for that figure, their warnings are printed, once each."""
+    components = replace(TOY, apply_shift=_warning_shift)
+    argv = ["plot", "reliability", "label_distribution", "--datasets", "toy", "--models",
+            "softmax", "--method", "prior", "--out", str(tmp_path), "--results",
+            str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip
+    assert _escaped_warnings(argv, components) == []
+    err = capsys.readouterr().err
+    assert "numerical stream" not in err and "test_cli.py" not in err, err
+    assert cli.main([*argv[:1], "temperature_mmd", *argv[3:]], components=components) == 0
+    err = capsys.readouterr().err
+    assert "warning (figures): UserWarning: the numerical stream repeats rows" in err.splitlines()
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -380,9 +380,13 @@ def make_figures(
 
     if set(CALIBRATION_FIGURES) & set(figures):
         try:
+            # the reliability figure reads the natural stream alone: the shifted streams
+            # (and their warnings) only where the temperature-vs-MMD figure is drawn too
+            scenarios = MMD_SCENARIOS if "temperature_mmd" in figures else ("natural",)
             analysis = calibration_analysis(
-                dataset, model, seed, context, method=method, progress=progress
-            )
+                dataset, model, seed, context, method=method, scenarios=scenarios,
+                progress=progress,
+            )  # fmt: skip
         except (ValueError, TypeError, KeyError) as err:
             for name in CALIBRATION_FIGURES:
                 if name in figures:
