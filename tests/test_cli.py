@@ -549,6 +549,57 @@ def test_ctrl_c_says_in_one_line_what_was_saved(tmp_path: Path, workers: int) ->
         _kill_group(process.pid)
 
 
+#: ``python -m adaptable ARGS`` where importing the module named first raises
+#: KeyboardInterrupt, as Ctrl-C does while the command is still importing its modules
+_INTERRUPT_ON_IMPORT = (
+    "import runpy, sys\n"
+    "class Interrupt:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name == TRIP:\n"
+    "            raise KeyboardInterrupt\n"
+    "TRIP = sys.argv[1]\n"
+    "sys.meta_path.insert(0, Interrupt())\n"
+    "sys.argv = ['adaptable', *sys.argv[2:]]\n"
+    "runpy.run_module('adaptable', run_name='__main__', alter_sys=True)\n"
+)
+
+
+@pytest.mark.parametrize("module", ["numpy", "adaptable.experiments.components"])
+def test_ctrl_c_while_the_command_imports_is_one_line_and_exit_status_130(
+    tmp_path: Path, module: str
+) -> None:
+    """Ctrl-C in the first moments of ``adaptable run``, while it imports its modules: one
+    line and exit status 130, as later, not a KeyboardInterrupt traceback (exit -2)."""
+    import os
+
+    argv = [sys.executable, "-c", _INTERRUPT_ON_IMPORT, module, "run", "--results",
+            str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(adaptable.__file__).parents[1])}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == cli.EXIT_INTERRUPTED, done.stderr
+    assert done.stderr == "adaptable: interrupted\n" and done.stdout == ""
+
+
+def _interrupting_names(kind: str) -> list[str]:
+    raise KeyboardInterrupt  # Ctrl-C while the options are checked
+
+
+def test_ctrl_c_while_the_options_are_checked_or_data_listed_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from adaptable import datasets
+
+    components = replace(TOY, known_names=_interrupting_names)
+    monkeypatch.setattr(datasets, "available", _interrupting_names)
+    for argv, given in ((["run", "--datasets", "toy"], components), (["datasets"], TOY)):
+        try:
+            code = cli.main(argv, components=given)
+        except KeyboardInterrupt:
+            pytest.fail(f"adaptable {argv[0]}: Ctrl-C escaped as a KeyboardInterrupt")
+        assert code == cli.EXIT_INTERRUPTED
+        assert capsys.readouterr().err == "adaptable: interrupted\n"
+
+
 def _no_work(*args, **kwargs):
     raise AssertionError("work started before the arguments were checked")
 
