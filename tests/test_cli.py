@@ -1389,13 +1389,43 @@ def test_progress_bars_only_on_a_terminal_unless_asked(monkeypatch: pytest.Monke
         args = parser.parse_args(["plot", "--datasets", "toy", "--models", "softmax",
                                   "--method", "prior", *argv])  # fmt: skip
         cli.check_args(args, TOY)
-        return not args.no_progress
+        assert args.no_progress == (args.progress != "bars")
+        return args.progress
 
-    assert not progress([], terminal=False)  # a log gets no redrawn bars
-    assert progress([], terminal=True)
-    assert progress(["--progress"], terminal=False)
-    assert not progress(["--no-progress"], terminal=True)
-    assert not progress(["--progress", "--no-progress"], terminal=True)  # the last one wins
+    assert progress([], terminal=False) == "lines"  # a log gets lines, not redrawn bars
+    assert progress([], terminal=True) == "bars"
+    assert progress(["--progress"], terminal=False) == "bars"
+    assert progress(["--no-progress"], terminal=True) == "off"
+    assert progress(["--no-progress"], terminal=False) == "off"
+    assert progress(["--progress", "--no-progress"], terminal=True) == "off"  # the last wins
+
+
+def test_without_a_terminal_run_says_each_model_and_experiment_done_in_a_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Standard error not a terminal (a log): one line per source model ready and per
+    experiment finished, with the count and the time elapsed, rather than minutes of silence;
+    ``--no-progress`` silences them."""
+    import re
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source", "prior",
+            "--results", str(tmp_path / "r.jsonl")]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if " elapsed)" in line]
+    assert len(lines) == 3, err
+    assert re.fullmatch(r"source model ready: softmax on toy, seed 0 \(1/1, \d+\.\d s elapsed\)",
+                        lines[0])  # fmt: skip
+    done = sorted(re.sub(r" \(\d/2, .*", "", line) for line in lines[1:])
+    assert done == [
+        "experiment done: toy natural softmax prior seed 0",
+        "experiment done: toy natural softmax source seed 0",
+    ]
+    assert "\r" not in err  # no bar redrawn
+    argv[-1] = str(tmp_path / "quiet.jsonl")
+    assert cli.main([*argv, "--no-progress"], components=TOY) == 0
+    assert " elapsed)" not in capsys.readouterr().err
 
 
 def test_reproduce_benchmark_says_latex_is_for_the_papers_tables(

@@ -42,15 +42,16 @@ def run_command(args: argparse.Namespace, components: Components) -> int:
         print(f"with late labels: {100 * share:g} % of each batch's rows, {batches} late "
               "(partial_fit)")  # fmt: skip
     try:
-        result = run_sweep(
-            specs, store, context=context, executor=executor, progress=not args.no_progress
-        )
+        result = run_sweep(specs, store, context=context, executor=executor, progress=args.progress)
     finally:
         executor.close()
     if result.records:
         print(summary(result.records))
     report_sweep(result)
     if args.drift_figure is not None:  # one experiment: checked by check_args
+        if args.progress == "lines":  # as long as the experiment took: say what it is
+            print("drift figure: running the experiment again in this process for its report",
+                  file=sys.stderr, flush=True)  # fmt: skip
         drawn = _draw_drift_figure(args.drift_figure, specs[0], context, result)
         if drawn is None:
             return 1
