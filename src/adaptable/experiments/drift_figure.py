@@ -327,10 +327,8 @@ def draw_experiment(spec: Any, path: str | Path, context: Any = None) -> tuple[P
         if feedback is None
         else f"{100 * feedback['share']:g} % of labels, {feedback['delay']} batches late"
     )
-    title = (
-        f"{spec.label} on {spec.dataset} ({spec.scenario}), {spec.model} source model, "
-        f"seed {spec.seed}: {labels}"
-    )
+    title = f"{spec.label} on {spec.dataset} ({spec.scenario}), {spec.model}, seed {spec.seed}"
+    title += f"; {labels}"
     fig = plot_drift_report(run.report, title=title, true_shares=run.true_shares)
     path = Path(path)
     save_figure(fig, path)
