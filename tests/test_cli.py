@@ -549,6 +549,57 @@ def test_ctrl_c_says_in_one_line_what_was_saved(tmp_path: Path, workers: int) ->
         _kill_group(process.pid)
 
 
+#: ``python -m adaptable ARGS`` where importing the module named first raises
+#: KeyboardInterrupt, as Ctrl-C does while the command is still importing its modules
+_INTERRUPT_ON_IMPORT = (
+    "import runpy, sys\n"
+    "class Interrupt:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name == TRIP:\n"
+    "            raise KeyboardInterrupt\n"
+    "TRIP = sys.argv[1]\n"
+    "sys.meta_path.insert(0, Interrupt())\n"
+    "sys.argv = ['adaptable', *sys.argv[2:]]\n"
+    "runpy.run_module('adaptable', run_name='__main__', alter_sys=True)\n"
+)
+
+
+@pytest.mark.parametrize("module", ["numpy", "adaptable.experiments.components"])
+def test_ctrl_c_while_the_command_imports_is_one_line_and_exit_status_130(
+    tmp_path: Path, module: str
+) -> None:
+    """Ctrl-C in the first moments of ``adaptable run``, while it imports its modules: one
+    line and exit status 130, as later, not a KeyboardInterrupt traceback (exit -2)."""
+    import os
+
+    argv = [sys.executable, "-c", _INTERRUPT_ON_IMPORT, module, "run", "--results",
+            str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(adaptable.__file__).parents[1])}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == cli.EXIT_INTERRUPTED, done.stderr
+    assert done.stderr == "adaptable: interrupted\n" and done.stdout == ""
+
+
+def _interrupting_names(kind: str) -> list[str]:
+    raise KeyboardInterrupt  # Ctrl-C while the options are checked
+
+
+def test_ctrl_c_while_the_options_are_checked_or_data_listed_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from adaptable import datasets
+
+    components = replace(TOY, known_names=_interrupting_names)
+    monkeypatch.setattr(datasets, "available", _interrupting_names)
+    for argv, given in ((["run", "--datasets", "toy"], components), (["datasets"], TOY)):
+        try:
+            code = cli.main(argv, components=given)
+        except KeyboardInterrupt:
+            pytest.fail(f"adaptable {argv[0]}: Ctrl-C escaped as a KeyboardInterrupt")
+        assert code == cli.EXIT_INTERRUPTED
+        assert capsys.readouterr().err == "adaptable: interrupted\n"
+
+
 def _no_work(*args, **kwargs):
     raise AssertionError("work started before the arguments were checked")
 
@@ -984,6 +1035,83 @@ def test_drift_figure_of_classes_named_low_and_high_draws_them_without_a_warning
     assert "Traceback" not in capsys.readouterr().err
 
 
+@pytest.fixture(scope="module")
+def three_classes_with_labels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A default adapter of three classes saved after 20 batches, labels of 20 rows a batch
+    given by row id three batches late (the label panel draws every kind of line per class)."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    from adaptable import AdapTable
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2600, 2))
+    y = np.digitize(x[:, 0] + 0.3 * x[:, 1], [-0.5, 0.5])
+    model = LogisticRegression().fit(x[:800], y[:800])
+    adapter = AdapTable(random_state=0).fit(model, x[:800], y[:800], x[800:1200], y[800:1200])
+    stream_x, stream_y = x[1200:], y[1200:]
+    for t in range(20):
+        adapter.predict(stream_x[t * 64 : (t + 1) * 64])
+        if t >= 3:
+            rows = np.arange((t - 3) * 64, (t - 3) * 64 + 20)
+            adapter.partial_fit(None, stream_y[rows], rows=rows)
+    path = tmp_path_factory.mktemp("three") / "three.safetensors"
+    adapter.save(path, drop_updates=True)  # (the report is what the drift command reads)
+    return path
+
+
+def _legends_cover_nothing_and_say_each_label_once(figure) -> None:
+    """Every panel's legend lies outside every panel's axes and lists each label once."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)  # a saved figure may have lost its canvas
+    canvas.draw()  # the layout places the legends
+    renderer = canvas.get_renderer()
+    boxes = [ax.get_window_extent(renderer) for ax in figure.axes]
+    legends = [ax.get_legend() for ax in figure.axes if ax.get_legend() is not None]
+    assert len(legends) == 3  # performance, label shares, tests
+    for legend in legends:
+        labels = [text.get_text() for text in legend.get_texts()]
+        assert len(labels) == len(set(labels)), labels
+        box = legend.get_window_extent(renderer)
+        assert not any(box.overlaps(axes) for axes in boxes), labels
+
+
+def test_the_drift_figure_names_the_stream_and_its_legends_cover_nothing(
+    three_classes_with_labels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``adaptable drift FILE --figure``: the title says what the stream is (the adapter's
+    setting, its batches and rows), not the file's name; the label panel lists each kind of
+    line once (not once per class) and no legend covers a line."""
+    import numpy as np
+
+    import adaptable.experiments.plots as plots
+    from adaptable import AdapTable
+    from adaptable.experiments.drift_figure import plot_drift_report
+
+    drawn = []
+    save = plots.save_figure
+    monkeypatch.setattr(
+        plots, "save_figure", lambda fig, path: drawn.append(fig) or save(fig, path)
+    )
+    path = three_classes_with_labels
+    assert cli.main(["drift", str(path), "--figure", str(tmp_path / "f.png")]) == 0
+    [figure] = drawn
+    title = figure.get_suptitle()
+    assert path.name not in title and path.stem not in title
+    assert "default preset" in title and "3 classes" in title
+    assert "batches 0-19, 1,280 rows" in title
+    _legends_cover_nothing_and_say_each_label_once(figure)
+    labels = [t.get_text() for t in figure.axes[1].get_legend().get_texts()]
+    assert {"labelled share", "estimate p_t(0)", "estimate p_t(2)"} <= set(labels)
+    # the library's figure with the stream's true shares too, and without a title
+    report = AdapTable.load(path).report()
+    figure = plot_drift_report(report, true_shares=np.full((len(report), 3), 1 / 3))
+    assert figure.get_suptitle() == "Drift report: batches 0-19, 1,280 rows"
+    _legends_cover_nothing_and_say_each_label_once(figure)
+    assert "true share" in [t.get_text() for t in figure.axes[1].get_legend().get_texts()]
+
+
 def _create_with_adaptable(name: str, **options: object) -> object:
     """The toy methods, and AdapTable itself as ``adaptable``."""
     if name == "adaptable":
@@ -1023,6 +1151,67 @@ def test_feedback_without_methods_runs_the_adapter_alone_as_the_readme_says(
     with pytest.raises(SystemExit):
         cli.main(["run", "--help"], components=TOY)
     assert "with --feedback: adaptable alone" in " ".join(capsys.readouterr().out.split())
+
+
+def _warning_shift(name: str, dataset, seed: int):
+    """The toy streams, each built with a warning (as a resampled shift warns of its repeats);
+    any scenario but ``natural``/``sorted`` is the natural stream, so that every one builds."""
+    import warnings
+
+    warnings.warn(f"the {name} stream repeats rows", UserWarning, stacklevel=2)
+    return testing.apply_shift(name if name in ("natural", "sorted") else "natural", dataset, seed)
+
+
+def _escaped_warnings(argv: list[str], components) -> list[str]:
+    """Run the command (exit status 0) and return the warnings that left it raw, which Python
+    would print with their file and line (pytest's own capture would hide them)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as escaped:
+        warnings.simplefilter("always")
+        assert cli.main(argv, components=components) == 0
+    return [str(w.message) for w in escaped]
+
+
+def test_the_drift_figures_rerun_does_not_print_the_experiments_warnings_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run --feedback ... --drift-figure``: the figure reruns the experiment; a warning the
+    sweep's report has printed is not printed again, raw, by the rerun. When the experiment
+    is reused from the store, the rerun's warning is one line in the CLI's words."""
+    components = replace(WITH_ADAPTABLE, apply_shift=_warning_shift)
+    argv = ["run", "--datasets", "toy", "--models", "softmax", "--feedback", "0.5", "1",
+            "--drift-figure", str(tmp_path / "drift.png"), "--results", str(tmp_path / "r.jsonl"),
+            "--no-progress"]  # fmt: skip
+    assert _escaped_warnings(argv, components) == []  # none printed raw, with a source line
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "stream repeats rows" in line]
+    assert lines == [
+        "warning (toy|natural|softmax|adaptable|seed=0|feedback=0.5@1): UserWarning: the "
+        "natural stream repeats rows"
+    ], err
+    assert _escaped_warnings(argv, components) == []  # reused: the sweep reports nothing
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "stream repeats rows" in line]
+    assert lines == ["warning (drift figure): UserWarning: the natural stream repeats rows"], err
+
+
+def test_plot_prints_only_the_warnings_of_the_figures_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``plot reliability label_distribution``: the reliability figure reads the natural
+    stream alone, so the shifted streams of the temperature-vs-MMD figure (and their warnings)
+    are not built; asked for that figure, their warnings are printed, once each."""
+    components = replace(TOY, apply_shift=_warning_shift)
+    argv = ["plot", "reliability", "label_distribution", "--datasets", "toy", "--models",
+            "softmax", "--method", "prior", "--out", str(tmp_path), "--results",
+            str(tmp_path / "r.jsonl"), "--no-progress"]  # fmt: skip
+    assert _escaped_warnings(argv, components) == []
+    err = capsys.readouterr().err
+    assert "numerical stream" not in err and "test_cli.py" not in err, err
+    assert cli.main([*argv[:1], "temperature_mmd", *argv[3:]], components=components) == 0
+    err = capsys.readouterr().err
+    assert "warning (figures): UserWarning: the numerical stream repeats rows" in err.splitlines()
 
 
 @pytest.mark.parametrize(
@@ -1200,13 +1389,43 @@ def test_progress_bars_only_on_a_terminal_unless_asked(monkeypatch: pytest.Monke
         args = parser.parse_args(["plot", "--datasets", "toy", "--models", "softmax",
                                   "--method", "prior", *argv])  # fmt: skip
         cli.check_args(args, TOY)
-        return not args.no_progress
+        assert args.no_progress == (args.progress != "bars")
+        return args.progress
 
-    assert not progress([], terminal=False)  # a log gets no redrawn bars
-    assert progress([], terminal=True)
-    assert progress(["--progress"], terminal=False)
-    assert not progress(["--no-progress"], terminal=True)
-    assert not progress(["--progress", "--no-progress"], terminal=True)  # the last one wins
+    assert progress([], terminal=False) == "lines"  # a log gets lines, not redrawn bars
+    assert progress([], terminal=True) == "bars"
+    assert progress(["--progress"], terminal=False) == "bars"
+    assert progress(["--no-progress"], terminal=True) == "off"
+    assert progress(["--no-progress"], terminal=False) == "off"
+    assert progress(["--progress", "--no-progress"], terminal=True) == "off"  # the last wins
+
+
+def test_without_a_terminal_run_says_each_model_and_experiment_done_in_a_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Standard error not a terminal (a log): one line per source model ready and per
+    experiment finished, with the count and the time elapsed, rather than minutes of silence;
+    ``--no-progress`` silences them."""
+    import re
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    argv = ["run", "--datasets", "toy", "--models", "softmax", "--methods", "source", "prior",
+            "--results", str(tmp_path / "r.jsonl")]  # fmt: skip
+    assert cli.main(argv, components=TOY) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if " elapsed)" in line]
+    assert len(lines) == 3, err
+    assert re.fullmatch(r"source model ready: softmax on toy, seed 0 \(1/1, \d+\.\d s elapsed\)",
+                        lines[0])  # fmt: skip
+    done = sorted(re.sub(r" \(\d/2, .*", "", line) for line in lines[1:])
+    assert done == [
+        "experiment done: toy natural softmax prior seed 0",
+        "experiment done: toy natural softmax source seed 0",
+    ]
+    assert "\r" not in err  # no bar redrawn
+    argv[-1] = str(tmp_path / "quiet.jsonl")
+    assert cli.main([*argv, "--no-progress"], components=TOY) == 0
+    assert " elapsed)" not in capsys.readouterr().err
 
 
 def test_reproduce_benchmark_says_latex_is_for_the_papers_tables(

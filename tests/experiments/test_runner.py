@@ -192,6 +192,43 @@ def test_training_and_batch_bars_show_only_under_the_sweeps_bars(
     clear_memo()
 
 
+def test_progress_lines_say_each_step_done_and_draw_no_bar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``progress="lines"`` (a log): a line per source model ready and per experiment done,
+    counted, with the time since the sweep started; no bar, no per-epoch or per-batch bar
+    under it. A style that is not one is refused before any work."""
+    quiet_seen: list[bool] = []
+
+    def train(name, dataset, seed, cache_dir=None, device="auto", quiet=True):
+        quiet_seen.append(quiet)
+        return testing.train_model(name, dataset, seed, cache_dir, device)
+
+    clear_memo()
+    context = RunContext(components=dataclasses.replace(testing.COMPONENTS, train_model=train))
+    specs = grid(["toy"], ["natural"], ["softmax"], ["source", "prior"], [0, 1])
+    run_sweep(specs, ResultStore(tmp_path / "r.jsonl"), context=context, progress="lines")
+    lines = capsys.readouterr().err.splitlines()
+    assert quiet_seen == [True, True]
+    assert [line.split(" (")[0] for line in lines[:2]] == [
+        "source model ready: softmax on toy, seed 0",
+        "source model ready: softmax on toy, seed 1",
+    ]
+    assert sorted(line.split(" (")[0] for line in lines[2:]) == sorted(
+        f"experiment done: toy natural softmax {method} seed {seed}"
+        for method in ("source", "prior")
+        for seed in (0, 1)
+    )
+    assert [line.split(" (")[1].split(",")[0] for line in lines] == [
+        "1/2", "2/2", "1/4", "2/4", "3/4", "4/4",
+    ]  # fmt: skip
+    assert all(line.endswith(" s elapsed)") for line in lines)
+    with pytest.raises(ValueError, match="progress must be True, False or one of bars, lines"):
+        run_sweep(specs, ResultStore(tmp_path / "x.jsonl"), context=context, progress="loud")
+    assert not (tmp_path / "x.jsonl").exists()
+    clear_memo()
+
+
 def test_warnings_are_printed_above_the_progress_bar(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -80,15 +80,20 @@ def check_args(args: argparse.Namespace, components: Components) -> None:
 
 
 def _normalise(args: argparse.Namespace, components: Components) -> None:
-    """The arguments as the commands use them: paths with ``~`` expanded, the progress default
-    settled, ``plot``'s figures gathered, names in their registered case and spelling, and
-    no name or seed twice."""
+    """The arguments as the commands use them: paths with ``~`` expanded, the progress style
+    settled (``args.progress``: ``bars``, ``lines`` or ``off``; ``args.no_progress``: no
+    bars), ``plot``'s figures gathered, names in their registered case and spelling, and no
+    name or seed twice."""
     for option in _PATH_OPTIONS:  # ``--out=~/x`` reaches us unexpanded: the shell expands ~ alone
         value = getattr(args, option, None)
         if isinstance(value, str):
             setattr(args, option, os.path.expanduser(value))
-    if getattr(args, "no_progress", False) is None:
-        args.no_progress = not sys.stderr.isatty()
+    if hasattr(args, "no_progress"):
+        # --progress: bars; --no-progress: nothing; neither: bars on a terminal, else lines
+        asked = args.no_progress
+        bars = asked is False or (asked is None and sys.stderr.isatty())
+        args.progress = "bars" if bars else "off" if asked else "lines"
+        args.no_progress = not bars
     if args.command == "plot":
         _collect_figures(args)
     _fold_case(args, components)

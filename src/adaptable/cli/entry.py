@@ -2,7 +2,10 @@
 
 Every command but ``datasets`` and ``drift`` runs experiments: those get the thread limit, one
 line per damaged results-store line, and one line rather than a traceback for Ctrl-C (exit
-status :data:`EXIT_INTERRUPTED`) and for a Ray cluster that does not answer.
+status :data:`EXIT_INTERRUPTED`) and for a Ray cluster that does not answer. Ctrl-C at any
+other moment, while the command imports its modules, loads data or checks its options, is one
+line and :data:`EXIT_INTERRUPTED` too: this module imports the standard library alone, and
+:func:`main` everything else, inside its handler.
 """
 
 from __future__ import annotations
@@ -10,22 +13,17 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TYPE_CHECKING, Any
 
-from adaptable.cli.checks import check_args
-from adaptable.cli.commands.datasets import datasets_command
-from adaptable.cli.commands.drift import drift_command
-from adaptable.cli.commands.plot import plot_command
-from adaptable.cli.commands.reproduce import reproduce_command
-from adaptable.cli.commands.run import run_command
-from adaptable.cli.parser import build_parser
-from adaptable.experiments.components import Components
-from adaptable.experiments.report import count
-from adaptable.optional import MissingExtraError
+from adaptable.optional import MissingExtraError  # the standard library's modules alone
+
+if TYPE_CHECKING:
+    from adaptable.experiments.components import Components
 
 #: exit status after Ctrl-C, as a shell reports a command ended by SIGINT (128 + 2)
 EXIT_INTERRUPTED = 130
-#: the commands that run experiments, by name
-_EXPERIMENT_COMMANDS = {"run": run_command, "reproduce": reproduce_command, "plot": plot_command}
+#: what Ctrl-C prints before a command has run anything it could save
+INTERRUPTED_LINE = "adaptable: interrupted"
 
 
 def main(argv: list[str] | None = None, components: Components | None = None) -> int:
@@ -38,12 +36,18 @@ def main(argv: list[str] | None = None, components: Components | None = None) ->
 
     Returns:
         the exit status: 0, 1 on an error reported in one line (a missing optional
-        dependency among them), 2 on a usage error, :data:`EXIT_INTERRUPTED` after Ctrl-C.
+        dependency among them), 2 on a usage error, :data:`EXIT_INTERRUPTED` after Ctrl-C
+        (at any moment: one line on standard error, never a traceback).
     """
     try:
         code = _dispatch(argv, components)
         sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
         return code
+    except KeyboardInterrupt:
+        # before the command's work (imports, parsing, checks) or in a command that saves
+        # nothing; an experiment command says what it saved (:func:`_run_experiments`)
+        print(INTERRUPTED_LINE, file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader of standard output went away (``adaptable datasets | head``): stop
         # quietly. Any other broken pipe (a worker's, say) is a real error.
@@ -87,13 +91,42 @@ def _silence_stdout() -> None:
 
 def _dispatch(argv: list[str] | None, components: Components | None) -> int:
     """Parse and check ``argv``, run its command, and return the command's exit status."""
+    from adaptable.cli.checks import check_args
+    from adaptable.cli.parser import build_parser
+    from adaptable.experiments.components import Components
+
     components = components or Components()
     args = build_parser(components).parse_args(argv)
     check_args(args, components)
     if args.command == "datasets":
+        from adaptable.cli.commands.datasets import datasets_command
+
         return datasets_command(args)
     if args.command == "drift":
+        from adaptable.cli.commands.drift import drift_command
+
         return drift_command(args)
+    return _run_experiments(args, components)
+
+
+def _experiment_command(name: str) -> Any:
+    """The function of the experiment command ``name``."""
+    if name == "run":
+        from adaptable.cli.commands.run import run_command
+
+        return run_command
+    if name == "reproduce":
+        from adaptable.cli.commands.reproduce import reproduce_command
+
+        return reproduce_command
+    from adaptable.cli.commands.plot import plot_command
+
+    return plot_command
+
+
+def _run_experiments(args: Any, components: Components) -> int:
+    """Run the experiment command of ``args``; Ctrl-C during it is one line that says what
+    the results store kept."""
     from adaptable.experiments.process import limit_threads
 
     limit_threads(args.threads)
@@ -101,7 +134,7 @@ def _dispatch(argv: list[str] | None, components: Components | None) -> int:
     from adaptable.experiments.store import report_skipped_lines
 
     started = time.perf_counter()
-    handler = _EXPERIMENT_COMMANDS[args.command]
+    handler = _experiment_command(args.command)
     # a damaged store line: one line on stderr, once however often the command reads the store
     with report_skipped_lines(lambda message: print(f"warning: {message}", file=sys.stderr)):
         stored_before = _stored_count(args.results)
@@ -132,6 +165,8 @@ def _stored_count(path: str) -> int:
 
 def _interrupted_line(path: str, stored_before: int) -> str:
     """``interrupted: 3 experiments saved by this run (7 in the results store r.jsonl); ...``"""
+    from adaptable.experiments.report import count
+
     stored = _stored_count(path)
     saved = max(0, stored - stored_before)
     return (

@@ -131,10 +131,12 @@ def _add_common_options(
         default="auto",
         help="where deep source models train and run (default: auto, CUDA when available)",
     )
-    # one destination for both: the last of them given wins; neither: bars only on a terminal
+    # one destination for both: the last of them given wins; neither: bars only on a
+    # terminal, one line per source model and experiment done elsewhere
     parser.add_argument("--no-progress", action="store_const", const=True, default=None,
-                        help="no progress bars (the default when standard error is not a "
-                        "terminal: a log would fill with redrawn bars)")  # fmt: skip
+                        help="no progress at all (by default: bars where standard error is a "
+                        "terminal; elsewhere, as in a log, one line per source model ready and "
+                        "per experiment done, with the time elapsed)")  # fmt: skip
     parser.add_argument("--progress", dest="no_progress", action="store_const", const=False,
                         help="progress bars even when standard error is not a terminal")  # fmt: skip
 

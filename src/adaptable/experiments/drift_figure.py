@@ -17,6 +17,9 @@ over the stream's batches:
    the likelihood-ratio statistic over its critical value (above 1: the test rejects);
 4. the rule the adapter used on each batch (a change of rule is a step).
 
+Each panel's legend lies under it, where it covers no line, each label once: in the second
+panel the colour says the class and the line style the kind of line.
+
 :func:`experiment_report` runs one experiment of the runner (its feedback protocol included)
 in this process and returns the method's report with the stream's true label shares and its
 drift summary; :func:`draw_experiment` does both and saves the figure (``adaptable run
@@ -61,12 +64,53 @@ def _pyplot() -> Any:
     return plt
 
 
-def _legend(ax: Any) -> None:
-    """A legend where the panel has labelled lines (matplotlib warns on an empty one)."""
-    labels = ax.get_legend_handles_labels()[1]
-    if labels:
-        # two columns for a long legend: one column would cover half the panel
-        ax.legend(fontsize="small", loc="best", ncol=2 if len(labels) > 4 else 1)
+def _legend(ax: Any, handles: list[Any] | None = None, columns: int = 2) -> None:
+    """The panel's legend under it, outside the axes, where it covers no line (inside, the
+    curves fill the panel wherever ``loc="best"`` would put it); each label once. Nothing
+    where the panel has no labelled line (matplotlib warns on an empty legend)."""
+    if handles is None:
+        found, labels = ax.get_legend_handles_labels()
+        handles = list(dict(zip(labels, found, strict=True)).values())  # the first of a label
+    if handles:
+        ax.legend(
+            handles=handles, fontsize="small", ncol=min(columns, len(handles)),
+            loc="upper center", bbox_to_anchor=(0.5, -0.04), frameon=False,
+        )  # fmt: skip
+
+
+def _prior_legend(shown: list[str], kinds: dict[str, dict[str, Any]]) -> list[Any]:
+    """The label panel's legend: one entry per class (its colour, the estimate's line), then
+    one per kind of line drawn for every class (``kinds``: label -> line style), in the class's
+    colour where one class is shown and in grey where several are, so that no label repeats
+    once per class."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles: list[Any] = [
+        Line2D([], [], color=f"C{k}", label=f"estimate p_t({name})") for k, name in enumerate(shown)
+    ]
+    colour = "C0" if len(shown) == 1 else "0.35"
+    for label, style in kinds.items():
+        if style.get("band"):
+            handles.append(Patch(color=colour, alpha=0.2, linewidth=0, label=label))
+        else:
+            handles.append(Line2D([], [], color=colour, label=label, **style))
+    return handles
+
+
+def stream_span(report: pd.DataFrame) -> str:
+    """What stretch of the stream a report covers: ``"batches 0-796, 50,968 rows"`` (its
+    first and last batch, the rows of its batches where it counts them).
+
+    >>> stream_span(pd.DataFrame({"batch": [3, 4, 5], "rows": [64, 64, 10]}))
+    'batches 3-5, 138 rows'
+    """
+    first, last = int(report["batch"].iloc[0]), int(report["batch"].iloc[-1])
+    span = f"batch {first}" if first == last else f"batches {first}-{last}"
+    if "rows" in report.columns:
+        rows = int(report["rows"].sum())
+        span += f", {rows:,} row{'' if rows == 1 else 's'}"
+    return span
 
 
 def _check_report(report: Any, true_shares: Any) -> None:
@@ -105,7 +149,9 @@ def plot_drift_report(
 
     Args:
         report: :meth:`adaptable.AdapTable.report`'s DataFrame.
-        title: the figure's title.
+        title: what the stream is (its dataset, the method, the labels it got); the figure's
+            title is it over the stretch of the stream the report covers
+            (:func:`stream_span`), or ``"Drift report: "`` and that stretch without it.
         true_shares: the stream's true class shares so far after each of the report's
             batches, (rows of the report, C)
             (a reference line; only an experiment with labels at hand has it).
@@ -166,17 +212,14 @@ def plot_drift_report(
             label="unadapted model, held-out source rows",
         )  # fmt: skip
     performance.set_ylabel(f"{objective} so far (%)")
-    labels = performance.get_legend_handles_labels()[1]
-    if labels:  # under the panel: inside, its many lines would cover the curves
-        performance.legend(
-            fontsize="small", ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.04),
-            frameon=False,
-        )  # fmt: skip
+    _legend(performance)
     classes = report_classes(report.columns)
     shown = classes if len(classes) > 2 else classes[1:]  # two classes: one says it all
+    # the colour says the class, the line style what the line is (the legend: each kind once)
+    kinds: dict[str, dict[str, Any]] = {"90 % interval": {"band": True}}
     for k, name in enumerate(shown):
         colour = f"C{k}"
-        prior.plot(batch, report[f"prior_{name}"], color=colour, label=f"estimate p_t({name})")
+        prior.plot(batch, report[f"prior_{name}"], color=colour)
         prior.fill_between(
             batch,
             report[f"prior_{name}_low"].to_numpy(dtype=float),
@@ -187,15 +230,18 @@ def plot_drift_report(
         )
         free_prior = report.get(f"calibration_free_prior_{name}")
         if free_prior is not None and np.isfinite(free_prior.to_numpy(dtype=float)).any():
-            prior.plot(batch, free_prior, "-.", color=colour, label="calibration-free estimate")
+            prior.plot(batch, free_prior, "-.", color=colour)
+            kinds["calibration-free estimate"] = {"linestyle": "-."}
         share = report.get(f"labelled_share_{name}")
         if share is not None and np.isfinite(share.to_numpy(dtype=float)).any():
-            prior.plot(batch, share, ".", color=colour, markersize=3, label="labelled share")
+            prior.plot(batch, share, ".", color=colour, markersize=3)
+            kinds["labelled share"] = {"linestyle": "none", "marker": ".", "markersize": 3}
         if true_shares is not None:
             index = classes.index(name)
-            prior.plot(batch, true_shares[:, index], ":", color=colour, label="true share")
+            prior.plot(batch, true_shares[:, index], ":", color=colour)
+            kinds["true share"] = {"linestyle": ":"}
     prior.set_ylabel("target label share")
-    _legend(prior)
+    _legend(prior, _prior_legend(shown, kinds), columns=4)
     # ratios on a log axis, floored so that a statistic near 0 stays on it
     shift = np.maximum(report["shift_statistic"] / report["shift_threshold"], 1e-2)
     tests.plot(batch, shift, label="moment test z / threshold")
@@ -205,14 +251,14 @@ def plot_drift_report(
     tests.axhline(1.0, color="k", linewidth=0.8)
     tests.set_yscale("log")
     tests.set_ylabel("statistic / threshold")
-    _legend(tests)
+    _legend(tests, columns=2)
     names = list(dict.fromkeys(report["rule"]))
     rules.step(batch, [names.index(r) for r in report["rule"]], where="post")
     rules.set_yticks(range(len(names)), names, fontsize="small")
     rules.set_ylabel("rule")
     rules.set_xlabel("batch")
-    if title:
-        fig.suptitle(title)
+    span = stream_span(report)
+    fig.suptitle(f"{title}\n{span}" if title else f"Drift report: {span}")
     return fig
 
 
@@ -281,7 +327,8 @@ def draw_experiment(spec: Any, path: str | Path, context: Any = None) -> tuple[P
         if feedback is None
         else f"{100 * feedback['share']:g} % of labels, {feedback['delay']} batches late"
     )
-    title = f"{spec.dataset} / {spec.scenario} / {spec.model}, seed {spec.seed}: {labels}"
+    title = f"{spec.label} on {spec.dataset} ({spec.scenario}), {spec.model}, seed {spec.seed}"
+    title += f"; {labels}"
     fig = plot_drift_report(run.report, title=title, true_shares=run.true_shares)
     path = Path(path)
     save_figure(fig, path)

@@ -12,6 +12,7 @@ warnings its experiments kept in their records.
 from __future__ import annotations
 
 import sys
+import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -144,17 +145,118 @@ def collected_lines(caught: Iterable[tuple[str, str]], where: str) -> list[str]:
     ]
 
 
+#: how a sweep shows its progress on standard error: ``"bars"``, tqdm's redrawn bars (for a
+#: terminal); ``"lines"``, one line per step done (for a log, where redrawn bars pile up);
+#: ``"off"``, nothing. ``True`` and ``False`` stand for ``"bars"`` and ``"off"``.
+PROGRESS_STYLES = ("bars", "lines", "off")
+
+
+def progress_style(progress: bool | str) -> str:
+    """``progress`` as one of :data:`PROGRESS_STYLES` (``True``: ``"bars"``, ``False``:
+    ``"off"``).
+
+    Raises:
+        ValueError: any other value.
+
+    >>> progress_style(True), progress_style("lines")
+    ('bars', 'lines')
+    """
+    if progress is True or progress is False:
+        return "bars" if progress else "off"
+    if progress not in PROGRESS_STYLES:
+        raise ValueError(
+            f"progress must be True, False or one of {', '.join(PROGRESS_STYLES)}; got {progress!r}"
+        )
+    return str(progress)
+
+
+def elapsed(seconds: float) -> str:
+    """A duration as a log line gives it: ``"42.0 s"``, ``"5 min 03 s"``, ``"1 h 02 min"``.
+
+    >>> elapsed(42.04), elapsed(303.4), elapsed(3725)
+    ('42.0 s', '5 min 03 s', '1 h 02 min')
+    """
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+class ProgressLines:
+    """The ``"lines"`` progress of :func:`progress_bar`: nothing redrawn, one line on stderr
+    per step done (:func:`step_done`), with the count and the time since ``started``.
+
+    It answers the calls a sweep makes of a tqdm bar (``update``, ``set_postfix_str``,
+    ``set_description``, ``close``) by drawing nothing, and reads as a disabled bar
+    (``disable``), so that no bar opens under it and :func:`say` prints plain lines.
+
+    >>> lines = ProgressLines(2, started=0.0)
+    >>> lines.total, lines.n, lines.disable
+    (2, 0, True)
+    """
+
+    disable = True
+
+    def __init__(self, total: int, started: float | None = None) -> None:
+        self.total = total
+        self.n = 0
+        self.started = time.perf_counter() if started is None else started
+
+    def done(self, what: str) -> None:
+        """Count one step done and say ``what`` it was: ``what (3/12, 5 min 03 s elapsed)``."""
+        self.n += 1
+        took = elapsed(time.perf_counter() - self.started)
+        print(f"{what} ({self.n}/{self.total}, {took} elapsed)", file=sys.stderr, flush=True)
+
+    def update(self, n: int = 1) -> None:
+        """Count ``n`` steps done without a line."""
+        self.n += n
+
+    def set_postfix_str(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing to redraw."""
+
+    def set_description(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing to redraw."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def step_done(bar: Any, what: str) -> None:
+    """One step of ``bar`` done: a line saying ``what`` for :class:`ProgressLines`, a tick of
+    a tqdm bar (which names the step itself)."""
+    if isinstance(bar, ProgressLines):
+        bar.done(what)
+    else:
+        bar.update(1)
+
+
 @contextmanager
-def progress_bar(total: int, enabled: bool, description: str, unit: str) -> Iterator[Any]:
+def progress_bar(
+    total: int, enabled: bool | str, description: str, unit: str, started: float | None = None
+) -> Iterator[Any]:
     """A tqdm bar on stderr, or a silent one when disabled or when there is nothing to do.
+
+    Args:
+        total: the steps to do.
+        enabled: a :func:`progress_style`: ``"lines"`` gives a :class:`ProgressLines`
+            (elapsed time counted from ``started``, a :func:`time.perf_counter` value;
+            default: now).
+        description: the bar's label; unit: what a step is.
 
     While the bar is on screen, warnings and log records are printed above it (through
     ``tqdm.write``) instead of through it.
     """
+    style = progress_style(enabled)
+    if style == "lines" and total > 0:
+        yield ProgressLines(total, started)
+        return
     from tqdm.auto import tqdm
     from tqdm.contrib.logging import logging_redirect_tqdm
 
-    shown = enabled and total > 0
+    shown = style == "bars" and total > 0
     bar = tqdm(total=total, desc=description, unit=unit, disable=not shown, dynamic_ncols=True)
     if not shown:
         try:

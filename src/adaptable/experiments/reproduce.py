@@ -49,7 +49,8 @@ class Request:
         out: folder for the Markdown, CSV and PNG files.
         latex: also write ``<table>.tex`` (single tables only).
         run: run the missing experiments (``False``: read the results store alone).
-        progress: show progress bars.
+        progress: show progress bars, or lines (a
+            :func:`~adaptable.experiments.report.progress_style`).
         several: the request names several tables (``all``, ``benchmark``): a table without
             the requested datasets or models is skipped instead of an error.
         batch_size: rows per test batch. Another size than the paper's
@@ -63,7 +64,7 @@ class Request:
     out: str | Path = "adaptable-results/tables"
     latex: bool = False
     run: bool = True
-    progress: bool = True
+    progress: bool | str = True
     several: bool = False
     batch_size: int = BATCH_SIZE
 

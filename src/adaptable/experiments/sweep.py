@@ -16,7 +16,7 @@ from typing import Any
 from adaptable.experiments.components import RunContext, lookup_device, prepare_source
 from adaptable.experiments.executors import LocalExecutor
 from adaptable.experiments.experiment import run_experiment
-from adaptable.experiments.report import progress_bar, say
+from adaptable.experiments.report import progress_bar, progress_style, say, step_done
 from adaptable.experiments.spec import ExperimentSpec
 from adaptable.experiments.store import ResultStore, check_results_path
 
@@ -66,7 +66,7 @@ def run_sweep(
     *,
     context: RunContext | None = None,
     executor: Any = None,
-    progress: bool = True,
+    progress: bool | str = True,
     on_record: Callable[[dict[str, Any]], None] | None = None,
 ) -> SweepResult:
     """Run every experiment of ``specs`` that the store does not hold yet.
@@ -91,7 +91,10 @@ def run_sweep(
             worker) or :class:`~adaptable.experiments.executors.RayExecutor`.
         progress: show tqdm progress bars on stderr (warnings of the sweep itself, e.g. while
             a source model trains, are printed above them; those of the experiments are kept
-            in their records: :func:`~adaptable.experiments.report.warning_summary`).
+            in their records: :func:`~adaptable.experiments.report.warning_summary`);
+            ``"lines"``: instead of bars, one line on stderr per source model ready and per
+            experiment finished, with the time since the sweep started (for a log);
+            ``False`` or ``"off"``: nothing (:func:`~adaptable.experiments.report.progress_style`).
         on_record: called with each new record (e.g. to print a line).
 
     Raises:
@@ -102,6 +105,7 @@ def run_sweep(
             created).
     """
     context = context or RunContext()
+    progress = progress_style(progress)  # a wrong value refused before any work
     # a folder or a foreign file is refused before it is read, and a store that cannot take
     # the records before any model trains, not at the first append after the work is done
     check_results_path(store.path, write=False)
@@ -126,7 +130,7 @@ def run_sweep(
         check_results_path(store.path, write=True)
 
     sources = list(dict.fromkeys(s.source_key for s in todo))
-    broken = _prepare_sources(sources, context, executor, progress)
+    broken = _prepare_sources(sources, context, executor, progress, started)
     # an experiment whose source model failed fails with it, without training it again
     for spec in todo:
         if spec.source_key in broken:
@@ -134,7 +138,7 @@ def run_sweep(
     todo = [s for s in todo if s.source_key not in broken]
     reported: set[str] = set()
     here = isinstance(executor, LocalExecutor) and (executor.workers == 1 or len(todo) <= 1)
-    with progress_bar(len(todo), progress, "experiments", "exp") as bar:
+    with progress_bar(len(todo), progress, "experiments", "exp", started) as bar:
         # each experiment's own bar only under the sweep's, and only where it runs in this
         # process: workers elsewhere would draw over each other
         shown = replace(context, show_batches=here and not bar.disable)
@@ -156,14 +160,30 @@ def run_sweep(
                     on_record(outcome)
             # the whole name (a cut one may read as another method)
             bar.set_postfix_str(f"{spec.dataset} {spec.model} {spec.label}", refresh=False)
-            bar.update(1)
+            outcome_word = "failed" if spec.key in result.failures else "done"
+            step_done(bar, f"experiment {outcome_word}: {_experiment_name(spec)}")
     result.records = [done[s.key] for s in wanted if s.key in done]
     result.seconds = time.perf_counter() - started
     return result
 
 
+def _experiment_name(spec: ExperimentSpec) -> str:
+    """``hospital_readmission natural mlp adaptable seed 0``: an experiment in a log line."""
+    return f"{spec.dataset} {spec.scenario} {spec.model} {spec.label} seed {spec.seed}"
+
+
+def _source_line(source: tuple[Any, ...], error: str | None) -> str:
+    """``source model ready: mlp on heloc, seed 0`` (``failed`` where it did)."""
+    dataset, model, seed = source[:3]
+    return f"source model {'failed' if error else 'ready'}: {model} on {dataset}, seed {seed}"
+
+
 def _prepare_sources(
-    sources: list[tuple[Any, ...]], context: RunContext, executor: Any, progress: bool
+    sources: list[tuple[Any, ...]],
+    context: RunContext,
+    executor: Any,
+    progress: str,
+    started: float,
 ) -> dict[tuple[Any, ...], str]:
     """Train (or load) every source model before the experiments start.
 
@@ -177,8 +197,8 @@ def _prepare_sources(
         return broken
     here = isinstance(executor, LocalExecutor) and (executor.workers == 1 or len(sources) == 1)
     # the training's own per-epoch bar under this one, where it trains in this process
-    training = replace(context, show_training=progress)
-    with progress_bar(len(sources), progress, "source models", "model") as bar:
+    training = replace(context, show_training=progress == "bars")
+    with progress_bar(len(sources), progress, "source models", "model", started) as bar:
         if not here:
             bar.set_description(
                 f"training {len(sources)} source models on {executor.workers} workers"
@@ -186,7 +206,7 @@ def _prepare_sources(
             for source, outcome in executor.map_unordered(prepare_source, sources, context):
                 if isinstance(outcome, BaseException):
                     broken[source] = f"{type(outcome).__name__}: {outcome}"
-                bar.update(1)
+                step_done(bar, _source_line(source, broken.get(source)))
             return broken
         for source in sources:
             dataset, model, seed = source[:3]
@@ -195,7 +215,7 @@ def _prepare_sources(
                 prepare_source(source, training)
             except Exception as err:  # noqa: BLE001 - reported with the experiments it fails
                 broken[source] = f"{type(err).__name__}: {err}"
-            bar.update(1)
+            step_done(bar, _source_line(source, broken.get(source)))
     return broken
 
 

@@ -80,7 +80,8 @@ def drift_command(args: argparse.Namespace) -> int:
         # the figure shows the batches the summary reads (its so-far curves run from the start)
         shown = report if args.last_batches is None else report.tail(args.last_batches)
         try:
-            save_figure(plot_drift_report(shown, title=Path(args.file).name), args.figure)
+            figure = plot_drift_report(shown, title=_figure_title(adapter))
+            save_figure(figure, args.figure)
         except (OSError, RuntimeError) as err:  # RuntimeError: a writer's missing tool (LaTeX)
             print(f"adaptable drift: --figure {args.figure}: {os_reason(err)}", file=sys.stderr)
             return 2
@@ -135,3 +136,13 @@ def _records(columns: Any) -> list[dict[str, Any]]:
             }
         )  # fmt: skip
     return records
+
+
+def _figure_title(adapter: Any) -> str:
+    """What a saved adapter's stream is, as far as the file tells: the method and its setting
+    (the data set and the model are not saved with it)."""
+    classes = len(adapter.classes_)
+    return (
+        f"AdapTable ({adapter.preset} preset, objective {adapter.objective}, {classes} "
+        "classes), saved mid-stream"
+    )

@@ -58,7 +58,7 @@ def plot_command(args: argparse.Namespace, components: Components) -> int:
                 drawn = make_figures(
                     figures, dataset=dataset, model=model, seed=seed, out_dir=Path(args.out),
                     store=store, context=context, executor=executor,
-                    progress=not args.no_progress, method=args.method,
+                    progress=args.progress, method=args.method,
                 )  # fmt: skip
                 written.update(
                     {f"{name} ({dataset}, {model}, {seed})": p for name, p in drawn.items()}

@@ -41,6 +41,6 @@ def reproduce_request(args: argparse.Namespace) -> Any:
 
     return Request(
         seeds=args.seeds, datasets=args.datasets, models=args.models, out=args.out,
-        latex=args.latex, run=not args.no_run, progress=not args.no_progress,
+        latex=args.latex, run=not args.no_run, progress=args.progress,
         several=args.table in ("all", "benchmark"), batch_size=args.batch_size,
     )  # fmt: skip

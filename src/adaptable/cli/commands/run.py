@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from adaptable.cli.commands.workers import context_and_executor
 from adaptable.cli.path_checks import os_reason
 from adaptable.experiments.components import Components, lookup_device
-from adaptable.experiments.report import plan_line, report_sweep
+from adaptable.experiments.report import (
+    collect_warnings,
+    collected_lines,
+    plan_line,
+    report_sweep,
+)
 
 
 def run_command(args: argparse.Namespace, components: Components) -> int:
@@ -36,23 +42,48 @@ def run_command(args: argparse.Namespace, components: Components) -> int:
         print(f"with late labels: {100 * share:g} % of each batch's rows, {batches} late "
               "(partial_fit)")  # fmt: skip
     try:
-        result = run_sweep(
-            specs, store, context=context, executor=executor, progress=not args.no_progress
-        )
+        result = run_sweep(specs, store, context=context, executor=executor, progress=args.progress)
     finally:
         executor.close()
     if result.records:
         print(summary(result.records))
     report_sweep(result)
     if args.drift_figure is not None:  # one experiment: checked by check_args
-        from adaptable.experiments.drift_figure import draw_experiment
-
-        try:
-            path, drift = draw_experiment(specs[0], args.drift_figure, context)
-        except (OSError, RuntimeError) as err:  # the results are stored; the figure is not
-            print(f"adaptable run: --drift-figure {args.drift_figure}: {os_reason(err)}",
-                  file=sys.stderr)  # fmt: skip
+        if args.progress == "lines":  # as long as the experiment took: say what it is
+            print("drift figure: running the experiment again in this process for its report",
+                  file=sys.stderr, flush=True)  # fmt: skip
+        drawn = _draw_drift_figure(args.drift_figure, specs[0], context, result)
+        if drawn is None:
             return 1
+        path, drift = drawn
         print(f"drift report figure: {path}\n{drift}")
     # a requested dataset skipped (its raw file absent) is work not done, as a failure is
     return 0 if result.records and not result.failures and not result.skipped else 1
+
+
+def _draw_drift_figure(figure: str, spec: Any, context: Any, result: Any) -> tuple[Any, Any] | None:
+    """``--drift-figure``: rerun the one experiment in this process and draw its report;
+    returns its path and drift summary, or ``None`` (the reason on standard error) where the
+    figure cannot be written. The rerun's warnings are the experiment's: those the sweep's
+    report has just printed are not printed again, any other is one line as the sweep words
+    its own."""
+    from adaptable.experiments.drift_figure import draw_experiment
+
+    drawn, failure = None, None
+    with collect_warnings() as caught:
+        try:
+            drawn = draw_experiment(spec, figure, context)
+        except (OSError, RuntimeError) as err:  # the results are stored; the figure is not
+            failure = f"adaptable run: --drift-figure {figure}: {os_reason(err)}"
+    ran = set(result.ran)
+    reported = {
+        (item["category"], item["message"])
+        for record in result.records
+        if record.get("key") in ran
+        for item in record.get("warnings", ())
+    }
+    for line in collected_lines((w for w in caught if w not in reported), "drift figure"):
+        print(line, file=sys.stderr)
+    if failure is not None:
+        print(failure, file=sys.stderr)
+    return drawn
