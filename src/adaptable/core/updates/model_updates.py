@@ -80,6 +80,7 @@ class _KeptBatch:
     """One adapted batch, kept for labels that come later by row id."""
 
     first_row: int
+    number: int  # the batch's number in the stream
     rows: Any  # the batch as the model read it (None: adapted on logits alone)
     logits: np.ndarray
     adapted: np.ndarray  # the adapted decision's class codes
@@ -179,6 +180,8 @@ class ModelUpdates:
         self.record = PrequentialRecord(self.names, self.n_classes, int(settings["window"]))
         self.fitted: dict[str, FittedCandidate] = {}
         self.history: list[FittedCandidate] = []
+        #: each update's fitted versions, with the batch from which each was in use
+        self._versions: dict[str, list[tuple[int, FittedCandidate]]] = {}
         self.in_use = ADAPTED
         self.switches: list[tuple[int, str]] = []
         self._next_update = int(settings["min_labelled"])
@@ -219,7 +222,9 @@ class ModelUpdates:
 
     def _keep(self, rows: Any, logits: np.ndarray, adapted: np.ndarray) -> None:
         n = len(logits)
-        batch = _KeptBatch(self.n_rows, rows, logits, adapted, np.zeros(n, dtype=bool))
+        batch = _KeptBatch(
+            self.n_rows, self.n_batches, rows, logits, adapted, np.zeros(n, dtype=bool)
+        )
         self._batches.append(batch)
         self._kept_count += n
         self.n_rows += n
@@ -250,7 +255,7 @@ class ModelUpdates:
         """
         self._collect()
         if ids is not None:
-            adapted, fresh, tables = self._kept(ids, earlier)
+            adapted, fresh, tables, numbers = self._kept(ids, earlier)
             if X is None:
                 if tables is None:
                     self._warn_featureless()
@@ -258,13 +263,16 @@ class ModelUpdates:
                 X = tables
             if not fresh.all():
                 keep = np.flatnonzero(fresh)
-                X, codes, logits, adapted = take_rows(X, keep), codes[keep], logits[keep], adapted[keep]  # fmt: skip
+                X, codes, logits = take_rows(X, keep), codes[keep], logits[keep]
+                adapted, numbers = adapted[keep], numbers[keep]
             if not len(codes):
                 return
             scored = adapted >= 0
             if scored.any():
                 part = np.flatnonzero(scored)
-                self._score(take_rows(X, part), codes[part], logits[part], adapted[part])
+                self._score(
+                    take_rows(X, part), codes[part], logits[part], adapted[part], numbers[part]
+                )
         elif X is None:
             return
         self._labelled.add(as_table(X), codes, logits)
@@ -287,12 +295,14 @@ class ModelUpdates:
 
     def _kept(
         self, ids: np.ndarray, earlier: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray, Any]:
+    ) -> tuple[np.ndarray, np.ndarray, Any, np.ndarray]:
         """For rows ``ids``: the adapted decision's classes (-1: not known), whether each
-        label is new here, and the kept rows as one table (``None`` where some are not kept);
-        the rows are marked labelled."""
+        label is new here, the kept rows as one table (``None`` where some are not kept), and
+        the number of the batch each was predicted in (-1: not kept); the rows are marked
+        labelled."""
         n = len(ids)
         adapted = np.full(n, -1, dtype=np.int64)
+        numbers = np.full(n, -1, dtype=np.int64)
         fresh = np.ones(n, dtype=bool)
         if earlier is not None:
             adapted[:] = earlier
@@ -309,6 +319,7 @@ class ModelUpdates:
             batch = self._batches[int(index)]
             offsets = ids[part] - batch.first_row
             adapted[part] = batch.adapted[offsets]
+            numbers[part] = batch.number
             fresh[part] = ~batch.labelled[offsets]
             batch.labelled[offsets] = True
             if batch.rows is None:
@@ -317,11 +328,11 @@ class ModelUpdates:
                 pieces.append(take_rows(batch.rows, offsets))
                 order.append(part)
         if not complete or not pieces:
-            return adapted, fresh, None
+            return adapted, fresh, None, numbers
         table = concat_tables(pieces)
         position = np.empty(n, dtype=np.int64)
         position[np.concatenate(order)] = np.arange(n)
-        return adapted, fresh, take_rows(table, position)
+        return adapted, fresh, take_rows(table, position), numbers
 
     def _warn_featureless(self) -> None:
         if not getattr(self, "_warned_featureless", False):
@@ -335,13 +346,31 @@ class ModelUpdates:
                 stacklevel=5,
             )
 
-    def _score(self, X: Any, codes: np.ndarray, logits: np.ndarray, adapted: np.ndarray) -> None:
+    def _score(
+        self,
+        X: Any,
+        codes: np.ndarray,
+        logits: np.ndarray,
+        adapted: np.ndarray,
+        numbers: np.ndarray,
+    ) -> None:
+        """Each candidate's prediction of labelled rows as it stood when each row was adapted
+        (batch ``numbers``; -1: a row predicted before a load, when no update was fitted): the
+        adapted decision's then, and the version of each update in use then (none before its
+        first fit), so that no candidate's record reads labels that came after the row's
+        prediction."""
         predictions = np.full((len(self.names), len(codes)), -1, dtype=np.int64)
         predictions[0] = adapted
         for k, name in enumerate(self.names[1:], start=1):
-            candidate = self.fitted.get(name)
-            if candidate is not None:
-                predictions[k] = candidate.codes(X, logits)
+            versions = self._versions.get(name, [])
+            if not versions:
+                continue
+            starts = np.array([start for start, _ in versions])
+            which = np.searchsorted(starts, numbers, side="right") - 1
+            which[numbers < 0] = -1  # (before a load: no update was fitted, save refuses)
+            for v in np.unique(which[which >= 0]):
+                part = np.flatnonzero(which == v)
+                predictions[k, part] = versions[int(v)][1].codes(take_rows(X, part), logits[part])
         self.record.add(codes, predictions)
 
     def _choose(self) -> None:
@@ -396,6 +425,16 @@ class ModelUpdates:
                 continue
             self.fitted[name] = candidate
             self.history.append(candidate)
+            self._versions.setdefault(name, []).append((self.n_batches, candidate))
+        self._forget_versions()
+
+    def _forget_versions(self) -> None:
+        """Drop the versions no kept batch was predicted under (all but the latest before the
+        oldest kept batch)."""
+        oldest = self._batches[0].number if self._batches else self.n_batches
+        for versions in self._versions.values():
+            while len(versions) > 1 and versions[1][0] <= oldest:
+                versions.pop(0)
 
     def _collect(self) -> None:
         """Swap in a background fit that has ended."""
