@@ -228,7 +228,7 @@ class AdapTable(TestTimeMethod):
         trend = calibrator.shift_trend(encoded) if calibrator.needs_shift_trend else None
         calibrated, temperatures = calibrator.calibrate(logits, trend, oracle_codes(self, oracle))
         updates = self.updates_
-        amend = None if updates is None else functools.partial(updates.amend, rows, logits)
+        amend = updates and functools.partial(updates.amend, rows, logits, encoded)
         batch = CalibratedBatch(logits, calibrated, encoded, calibrator.is_softmax, amend)
         decision = self.decider_.decide(batch)
         self._last, self._n_batches = (decision, temperatures), self._n_batches + 1

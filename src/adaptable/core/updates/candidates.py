@@ -30,7 +30,7 @@ from adaptable.framework.model_adapter import as_logit_function
 from adaptable.framework.probability import normalize, softmax
 
 if TYPE_CHECKING:
-    from adaptable.encoding import Encoder
+    from adaptable.encoding import EncodedBatch, Encoder
 
 #: the candidates a stream's labels can fit, in the order they are compared
 CANDIDATES = ("refit", "patch")
@@ -90,13 +90,16 @@ class FittedCandidate:
     predictor: Any = None
     detail: dict[str, Any] = field(default_factory=dict)
 
-    def posteriors(self, X: Any, logits: np.ndarray) -> np.ndarray:
-        """Its posteriors of rows ``X`` whose model logits are ``logits``, (n, C)."""
-        return self.predictor(X, logits)
+    def posteriors(
+        self, X: Any, logits: np.ndarray, encoded: EncodedBatch | None = None
+    ) -> np.ndarray:
+        """Its posteriors of rows ``X`` whose model logits are ``logits``, (n, C); ``encoded``:
+        the rows as the adapter's Encoder already encoded them (the patch reads them there)."""
+        return self.predictor(X, logits, encoded)
 
-    def proba(self, X: Any, logits: np.ndarray) -> np.ndarray:
+    def proba(self, X: Any, logits: np.ndarray, encoded: EncodedBatch | None = None) -> np.ndarray:
         """Its decided output: the posteriors re-weighted for the objective, (n, C)."""
-        return normalize(self.posteriors(X, logits) * self.weights)
+        return normalize(self.posteriors(X, logits, encoded) * self.weights)
 
     def codes(self, X: Any, logits: np.ndarray) -> np.ndarray:
         """Its predicted class codes, (n,)."""
@@ -142,7 +145,7 @@ class RefitPredictor:
         self.model = model
         self.logits = as_logit_function(model, output)
 
-    def __call__(self, X: Any, logits: np.ndarray) -> np.ndarray:
+    def __call__(self, X: Any, logits: np.ndarray, encoded: Any = None) -> np.ndarray:
         return softmax(np.asarray(self.logits(X), dtype=np.float64))
 
 
@@ -152,15 +155,23 @@ class PatchPredictor:
     def __init__(self, encoder: Encoder | None, weights: np.ndarray, bias: np.ndarray) -> None:
         self.encoder, self.weights, self.bias = encoder, weights, bias
 
-    def design(self, X: Any, log_p: np.ndarray) -> np.ndarray:
-        """The patch's inputs: the log-posteriors, then the encoded features where any."""
+    def design(self, X: Any, log_p: np.ndarray, encoded: EncodedBatch | None = None) -> np.ndarray:
+        """The patch's inputs: the log-posteriors, then the encoded features where any (from
+        ``encoded`` where the adapter encoded the rows with the same Encoder)."""
         if self.encoder is None:
             return log_p
-        return np.hstack([log_p, self.encoder.transform(X).astype(np.float64)])
+        if encoded is not None:
+            features = self.encoder.transform_from(encoded)
+        else:
+            features = self.encoder.transform(X)
+        return np.hstack([log_p, features.astype(np.float64)])
 
-    def __call__(self, X: Any, logits: np.ndarray) -> np.ndarray:
+    def __call__(
+        self, X: Any, logits: np.ndarray, encoded: EncodedBatch | None = None
+    ) -> np.ndarray:
         log_p = clipped_log(softmax(logits))
-        return softmax(patched_logits(log_p, self.design(X, log_p), self.weights, self.bias))
+        inputs = self.design(X, log_p, encoded)
+        return softmax(patched_logits(log_p, inputs, self.weights, self.bias))
 
 
 def _refit(rows: LabelledSnapshot, source: UpdateSource) -> tuple[Any, dict[str, Any]]:

@@ -67,7 +67,7 @@ from adaptable.core.updates.row_tables import RowReservoir, as_table, concat_tab
 
 if TYPE_CHECKING:
     from adaptable.core.parts.decider import Decision
-    from adaptable.encoding import Encoder
+    from adaptable.encoding import EncodedBatch, Encoder
 
 #: the values of ``AdapTable(update=...)``
 MODES = ("auto", "refit", "patch", "none")
@@ -199,7 +199,9 @@ class ModelUpdates:
         return self._labelled.n_seen
 
     # ------------------------------------------------------------------ one batch
-    def amend(self, rows: Any, logits: np.ndarray, decision: Decision) -> Decision:
+    def amend(
+        self, rows: Any, logits: np.ndarray, encoded: EncodedBatch | None, decision: Decision
+    ) -> Decision:
         """The batch's output: the adapted ``decision``, or the update in use's where one is
         (its rule named ``"update:<name>"``); the batch kept for later labels.
 
@@ -207,6 +209,7 @@ class ModelUpdates:
             rows: the batch as the model read it (``None``: adapted on logits alone; the
                 updates then leave it to the adapted decision).
             logits: the model's logits of the batch, (n, C).
+            encoded: the batch as the adapter's Encoder encoded it (``None``: not encoded).
             decision: the adapted decision.
         """
         self._collect()
@@ -217,7 +220,7 @@ class ModelUpdates:
         if chosen is None or rows is None:
             return decision
         return dataclasses.replace(
-            decision, proba=chosen.proba(rows, logits), rule=f"update:{self.in_use}"
+            decision, proba=chosen.proba(rows, logits, encoded), rule=f"update:{self.in_use}"
         )
 
     def _keep(self, rows: Any, logits: np.ndarray, adapted: np.ndarray) -> None:
