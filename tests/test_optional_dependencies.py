@@ -118,6 +118,34 @@ def test_import_and_the_default_preset_load_no_extra() -> None:
     assert found == {"import_": [], "class_": [], "fit": []}
 
 
+def test_importing_adaptable_loads_neither_scikit_learn_nor_scipy() -> None:
+    """``from adaptable import AdapTable`` stays quick: scikit-learn and SciPy (which imports
+    scikit-learn's base class pull in) load at the first call that needs them, torch never.
+    The scikit-learn interface still works once it is asked for."""
+    found = run_python(
+        """
+        import json, sys
+        from adaptable import AdapTable
+        slow = ("torch", "sklearn", "scipy")
+        after_import = [m for m in slow if m in sys.modules]
+        method = AdapTable(alpha=0.3)
+        after_construction = [m for m in slow if m in sys.modules]
+        from sklearn.base import clone, is_classifier
+        copy = clone(method)
+        print(json.dumps(dict(
+            import_=after_import,
+            construction=after_construction,
+            clone=[repr(copy), is_classifier(copy)],
+        )))
+        """
+    )
+    assert found == {
+        "import_": [],
+        "construction": [],
+        "clone": ["AdapTable(alpha=0.3)", True],
+    }
+
+
 def test_without_the_extras_the_default_preset_works_and_the_rest_names_its_extra(
     tmp_path: Path,
 ) -> None:

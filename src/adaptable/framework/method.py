@@ -36,12 +36,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import NotFittedError
-from sklearn.utils import check_consistent_length, column_or_1d
-from sklearn.utils.multiclass import check_classification_targets, unique_labels
 
+from adaptable.framework.sklearn_interface import ScikitLearnInterface
 from adaptable.values import python_value
+
+# scikit-learn is imported where it is used (fit, a refused call), not here: importing it costs
+# more than the rest of the package (docs/research/costs.md#importing-adaptable).
 
 
 @dataclass(frozen=True)
@@ -60,13 +60,15 @@ class SourceData:
     y_valid: np.ndarray | None = None
 
 
-class TestTimeMethod(ClassifierMixin, BaseEstimator, ABC):
+class TestTimeMethod(ScikitLearnInterface, ABC):
     """Base class: fit once on source data, then adapt a stream batch by batch.
 
     Subclasses implement :meth:`_fit` (on integer labels 0..C-1), :meth:`predict_proba` and
     :meth:`reset`, and keep their constructor arguments as attributes of the same names: every
-    method is a scikit-learn classifier (``get_params``, ``set_params``, ``repr``,
-    ``check_is_fitted``, ``sklearn.base.is_classifier``, :meth:`score`).
+    method is a scikit-learn classifier (``get_params``, ``set_params``, ``repr``, ``clone``,
+    ``check_is_fitted``, ``sklearn.base.is_classifier``, :meth:`score`), through
+    :class:`~adaptable.framework.sklearn_interface.ScikitLearnInterface` rather than
+    scikit-learn's ``BaseEstimator``, so that importing a method does not import scikit-learn.
 
     Attributes (after fit):
         classes_: the labels of the source data, sorted, (C,); probability column j is class
@@ -163,6 +165,8 @@ class TestTimeMethod(ClassifierMixin, BaseEstimator, ABC):
         generic machinery, whose cost shows on every batch.
         """
         if "classes_" not in self.__dict__:
+            from sklearn.exceptions import NotFittedError
+
             raise NotFittedError(
                 f"This {self.name!r} method is not fitted yet; call fit(model, X, y) first."
             )
@@ -188,6 +192,8 @@ class TestTimeMethod(ClassifierMixin, BaseEstimator, ABC):
         # a plain 1-D array is what scikit-learn's check would return it as: its per-call
         # cost is skipped there (docs/research/design_notes.md#framework-method)
         if not (type(y) is np.ndarray and y.ndim == 1 and y.dtype.kind in "biufUSO"):
+            from sklearn.utils import column_or_1d
+
             y = column_or_1d(y, warn=True)
         if self.classes_ is None:
             return y.astype(np.int64)
@@ -232,6 +238,9 @@ def _encode_labels(
     labels: dict[str, tuple[Any, Any]], owner: str
 ) -> tuple[np.ndarray | None, dict[str, np.ndarray | None]]:
     """Sorted classes of all given label arrays, and each array as codes 0..C-1."""
+    from sklearn.utils import check_consistent_length, column_or_1d
+    from sklearn.utils.multiclass import check_classification_targets, unique_labels
+
     checked: dict[str, np.ndarray | None] = {}
     for what, (y, X) in labels.items():
         if y is None:

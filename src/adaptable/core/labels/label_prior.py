@@ -32,8 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import beta as beta_distribution
-from scipy.stats import chi2
+
+# scipy.stats is imported where it is used: importing it costs more than the rest of
+# `from adaptable import AdapTable` (docs/research/costs.md#importing-adaptable).
 
 #: pseudo-rows per class under every estimate (Jeffreys' prior), so no class gets probability 0
 JEFFREYS = 0.5
@@ -110,6 +111,8 @@ def combine_prior(
             # variance is n pi (1 - pi) (1 + n / worth), so Pearson's statistic is divided by that.
             pearson = float(np.sum((counts - n * centre) ** 2 / (n * centre)))
             statistic = pearson / (1.0 + n / worth)
+            from scipy.stats import chi2
+
             compatible = statistic <= chi2.ppf(1.0 - compatibility_level, n_classes - 1)
         if not compatible:
             centre, worth = np.full(n_classes, 1.0 / n_classes), 0.0
@@ -127,6 +130,8 @@ def dirichlet_interval(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Central ``level`` interval of each class's probability under Dirichlet(mean * total):
     its marginals are Beta(alpha_k, total - alpha_k). ``mean`` (..., C), ``total`` (...,)."""
+    from scipy.stats import beta as beta_distribution
+
     mean = np.asarray(mean, dtype=np.float64)
     alpha = mean * np.asarray(total, dtype=np.float64)[..., None]
     rest = np.asarray(total, dtype=np.float64)[..., None] - alpha

@@ -45,7 +45,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import chi2
 
 from adaptable.core.decision.distinct_rows import unique_rows
 from adaptable.core.decision.rules import score
@@ -309,6 +308,8 @@ def _chi2_critical(level: float, tests: int) -> float:
     """The chi-squared (1 degree of freedom) critical value at ``level`` over ``tests`` tests
     (Bonferroni): the same few values at every comparison, cached rather than asked of scipy
     each time (docs/research/design_notes.md#labels-rule-choice)."""
+    from scipy.stats import chi2  # here, not at import (docs/research/costs.md#importing-adaptable)
+
     return float(chi2.ppf(1.0 - level / tests, 1))
 
 

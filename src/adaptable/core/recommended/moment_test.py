@@ -36,7 +36,6 @@ Example:
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import nnls
 
 #: rows per draw and draws of the null distribution of n * residual (calibrated at fit)
 NULL_ROWS, NULL_DRAWS = 1024, 64
@@ -371,6 +370,10 @@ def _simplex_least_squares(gram: np.ndarray, linear: np.ndarray, constant: float
     target = np.linalg.solve(chol, linear)
     penalty = np.sqrt(1e6 * scale)
     design = np.vstack([chol.T, np.full((1, n_classes), penalty)])
+    # imported here, not at import: scipy.optimize alone costs more than the rest of
+    # `from adaptable import AdapTable` (docs/research/costs.md#importing-adaptable)
+    from scipy.optimize import nnls
+
     pi, _ = nnls(design, np.append(target, penalty))
     pi = pi / max(pi.sum(), 1e-12)
     value = float(pi @ gram @ pi - 2.0 * linear @ pi + constant)
