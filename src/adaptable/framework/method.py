@@ -238,7 +238,7 @@ def _encode_labels(
     labels: dict[str, tuple[Any, Any]], owner: str
 ) -> tuple[np.ndarray | None, dict[str, np.ndarray | None]]:
     """Sorted classes of all given label arrays, and each array as codes 0..C-1."""
-    from sklearn.utils import check_consistent_length, column_or_1d
+    from sklearn.utils import check_consistent_length
     from sklearn.utils.multiclass import check_classification_targets, unique_labels
 
     checked: dict[str, np.ndarray | None] = {}
@@ -302,6 +302,8 @@ def checked_labels(y: Any, owner: str, what: str) -> np.ndarray:
     """
     _refuse_mixed_labels(y, owner, what)
     try:
+        from sklearn.utils import column_or_1d  # (slow to import: at the first check)
+
         y = column_or_1d(y, warn=True)
     except ValueError as err:
         raise ValueError(f"{owner}: {what}: {err}") from err
