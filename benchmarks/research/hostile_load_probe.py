@@ -82,7 +82,9 @@ def _model_and_stream() -> tuple[Any, datasets.ShiftDataset, pd.DataFrame, np.nd
 
 def _saved(folder: Path) -> tuple[Path, Any, pd.DataFrame, np.ndarray]:
     model, ds, X, y = _model_and_stream()
-    method = AdapTable(random_state=0, update="none").fit(model, ds.train.X, ds.train.y, ds.valid.X, ds.valid.y)
+    method = AdapTable(random_state=0, update="none").fit(
+        model, ds.train.X, ds.train.y, ds.valid.X, ds.valid.y
+    )
     for b in range(SAVED_BATCHES):
         method.predict_proba(X.iloc[b * BATCH : (b + 1) * BATCH])
         if b < LABELLED_BATCHES:
