@@ -271,3 +271,35 @@ def test_updates_warn_nothing_on_an_ordinary_stream():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _stream(adapter, X, y, share=0.2, seed=0)
+
+
+def test_a_background_fit_never_makes_the_stream_wait():
+    # the refit blocks until released: the stream (predictions and labels, past two points of
+    # the schedule) goes on meanwhile, and the waiting fit starts once the first one ends
+    import threading
+
+    release = threading.Event()
+
+    class Slow(LogisticRegression):
+        def fit(self, X, y, sample_weight=None):
+            if len(y) > 1500 and not release.wait(timeout=30):
+                raise RuntimeError("never released")
+            return super().fit(X, y, sample_weight=sample_weight)
+
+    X, y = _source(0)
+    adapter = AdapTable(random_state=0, update="refit", update_in_background=True).fit(
+        Slow().fit(X[:1500], y[:1500]), X[:1500], y[:1500], X[1500:], y[1500:]
+    )
+    Xt, yt = _concept_target(9, 1280)
+    _stream(adapter, Xt, yt, share=0.5, seed=0)  # ~640 labels: fits due at 20, 40, 80, ...
+    updates = adapter.updates_
+    assert updates.fitting and not updates.fitted
+    release.set()
+    for first_row in (1280, 1344):  # each batch swaps in a fit that ended; the first batch
+        while updates.fitting:  # starts the fit that waited
+            threading.Event().wait(0.01)
+        _stream(adapter, Xt[:64], yt[:64], share=0.0, seed=0, first_row=first_row)
+    # the first fit (past 20 labels), then the one that waited for it, on all the labels by then
+    fitted_on = [c.n_labelled for c in updates.history]
+    assert len(fitted_on) == 2 and 20 <= fitted_on[0] < 100
+    assert fitted_on[1] == updates.n_labelled > 600

@@ -186,6 +186,7 @@ class ModelUpdates:
         self.switches: list[tuple[int, str]] = []
         self._next_update = int(settings["min_labelled"])
         self._pending: concurrent.futures.Future[dict[str, FittedCandidate]] | None = None
+        self._fit_due = False
         self._failed: set[str] = set()
 
     @property
@@ -392,12 +393,16 @@ class ModelUpdates:
         return LabelledSnapshot(labelled.rows(), labelled.labels.copy(), labelled.values.copy())
 
     def _start_fit(self) -> None:
+        if self._pending is not None:
+            # a background fit is under way: the next starts when it ends, on the labels
+            # there are then (a caller never waits on a fit)
+            self._fit_due = True
+            return
         names = [n for n in self.names[1:] if n not in self._failed]
         snapshot = self._snapshot()
         if not self.background:
             self._swap(self._fit_all(names, snapshot))
             return
-        self._wait()
         executor = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         self._pending = executor.submit(self._fit_all, names, snapshot)
         executor.shutdown(wait=False)
@@ -440,10 +445,13 @@ class ModelUpdates:
                 versions.pop(0)
 
     def _collect(self) -> None:
-        """Swap in a background fit that has ended."""
+        """Swap in a background fit that has ended, and start one that waited for it."""
         if self._pending is not None and self._pending.done():
             pending, self._pending = self._pending, None
             self._swap(pending.result())
+        if self._pending is None and self._fit_due:  # a fit that waited for the last one
+            self._fit_due = False
+            self._start_fit()
 
     def _wait(self) -> None:
         """End a background fit under way (its candidates swapped in)."""
