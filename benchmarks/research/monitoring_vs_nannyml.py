@@ -36,7 +36,10 @@ Usage:
     OMP_NUM_THREADS=1 python benchmarks/research/monitoring_vs_nannyml.py --data-dir DIR \\
         --cache-dir DIR [--roles development confirmation holdout] [--models logreg xgboost] \\
         [--kinds domain label] [--nannyml-python /work/venv-nannyml/bin/python] \\
-        [--out docs/research/monitoring_vs_nannyml.md]
+        [--work-dir DIR] [--out docs/research/monitoring_vs_nannyml_tables.md]
+
+A rerun with the same ``--work-dir`` skips the streams it holds (``--tables-only``: none
+run, the tables of those held).
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def run_cbpe(work_dir: Path) -> None:
         n_classes = data["heldout_proba"].shape[1]
         names = [f"p{k}" for k in range(n_classes)]
 
-        def frame(proba: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
+        def frame(proba: np.ndarray, labels: np.ndarray, names: list = names) -> pd.DataFrame:
             table = pd.DataFrame(proba, columns=names)
             table["y_pred"] = proba.argmax(axis=1)
             table["y_true"] = labels
@@ -94,7 +97,7 @@ def run_cbpe(work_dir: Path) -> None:
         result = estimator.estimate(analysis).filter(period="analysis").to_df()
         seconds = time.perf_counter() - started
 
-        def read(column: str) -> float:
+        def read(column: str, result: pd.DataFrame = result) -> float:
             return float(result[(column, "value")].iloc[-1])
 
         if binary:
@@ -187,7 +190,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--nannyml-python", default="/work/venv-nannyml/bin/python")
     parser.add_argument("--work-dir", default=None, help="where the probabilities go")
-    parser.add_argument("--out", default="docs/research/monitoring_vs_nannyml.md")
+    parser.add_argument("--out", default="docs/research/monitoring_vs_nannyml_tables.md")
+    parser.add_argument(
+        "--tables-only", action="store_true", help="tabulate the streams --work-dir holds"
+    )
     args = parser.parse_args()
     if args.cbpe:
         run_cbpe(Path(args.cbpe))
@@ -199,17 +205,23 @@ def main() -> None:
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="monitoring_"))
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    results = []
-    for role, name, scenario, model in streams(args):
+    done_file = work / "streams.jsonl"  # each stream's figures, as it finishes
+    results = [json.loads(line) for line in done_file.open()] if done_file.exists() else []
+    finished = {r["key"] for r in results}
+    for role, name, scenario, model in [] if args.tables_only else streams(args):
+        key = f"{role}__{name}__{scenario}__{model}"
+        if key in finished:
+            continue
         row: dict[str, Any] = {"role": role, "case": name, "scenario": scenario, "model": model}
         for objective in ("macro_f1", "accuracy"):
             one = one_stream((name, scenario, model, args.seed), objective, context)
             arrays = one.pop("arrays")
             row[objective] = one
-        key = f"{role}__{name}__{scenario}__{model}"
         np.savez(work / f"{key}.npz", **arrays)
         row["key"] = key
         results.append(row)
+        with done_file.open("a") as out:
+            out.write(json.dumps(row) + "\n")
         m = row["macro_f1"]
         print(f"{role} {name} {scenario} {model}: rows {m['rows']}, macro-F1 real "
               f"{100 * m['real_source']:.1f} report {100 * m['report']:.1f} summary "
@@ -298,8 +310,10 @@ def tables(
         truth = np.array([x["reference"] - x["real_source"] > tolerance for x in m])
         truth_adapter = np.array([x["reference"] - x["real_adapter"] > tolerance for x in m])
 
-        def flags(values: list[float]) -> str:
-            flagged = np.array([x["reference"] - v > tolerance for x, v in zip(m, values)])
+        def flags(values: list[float], m: list = m, truth: np.ndarray = truth) -> str:
+            flagged = np.array(
+                [x["reference"] - v > tolerance for x, v in zip(m, values, strict=True)]
+            )
             return f"{(flagged & truth).sum()} / {(flagged & ~truth).sum()}"
 
         cbpe_flags = flags([cbpe_of(r, "macro_f1") for r in rows]) if cbpe else "-"

@@ -15,7 +15,8 @@ estimate the log can give:
    wrong by any amount where p(y|x) moved in a way the features cannot show;
 3. ``"covariate-weighted"``, without labels once the moment test has rejected pure label
    shift, over the whole stream (``last_batches`` None), where the held-out rows weighted
-   towards the stream's features still count as :data:`MIN_EFFECTIVE_ROWS` rows
+   towards the stream's features still count as :data:`MIN_EFFECTIVE_ROWS` rows and
+   :data:`MIN_EFFECTIVE_SHARE` of them
    (:mod:`adaptable.core.report.covariate_estimate`): the weighted held-out estimate and the
    posteriors' set together by their precisions. Right where p(y | x) did not move (covariate
    shift) and the stream lies where the held-out rows do; wrong by any amount where a change
@@ -93,6 +94,9 @@ ROUNDING = 1e-12
 #: estimate needs: fewer, and the stream lies where few held-out rows do, whose weighted
 #: deviation then understates the miss (docs/research/monitoring_vs_nannyml.md)
 MIN_EFFECTIVE_ROWS = 100
+#: and this share of the held-out rows: fewer, and the stream sits in a tail of the held-out
+#: rows, where the classifier extrapolates (a split on a column the features keep)
+MIN_EFFECTIVE_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -428,10 +432,11 @@ def _covariate(
     reading = log.covariate_estimate()
     weighted, effective = float(reading.values[1]), reading.effective_rows
     note = reading.reason
-    if not note and not effective >= MIN_EFFECTIVE_ROWS:
+    needed = max(MIN_EFFECTIVE_ROWS, MIN_EFFECTIVE_SHARE * reading.heldout_rows)
+    if not note and not effective >= needed:
         note = (
             f"the stream lies where few held-out rows do: the weights leave {effective:.0f} "
-            f"effective rows of {reading.heldout_rows:,} (it needs {MIN_EFFECTIVE_ROWS})"
+            f"effective rows of {reading.heldout_rows:,} (it needs {needed:.0f})"
         )
     if not note and not np.isfinite(weighted):
         note = "a batch's rule is no class offset on the model's scores"
