@@ -19,6 +19,7 @@ from adaptable.core.report.covariate_estimate import (
     effective_rows,
     weighted_estimates,
 )
+from adaptable.core.report.drift_log import DriftLog
 from adaptable.core.report.drift_summary import MIN_EFFECTIVE_ROWS
 from adaptable.core.report.feature_sample import FeatureSample
 
@@ -170,3 +171,15 @@ def test_save_load_and_pickle_keep_the_sample_and_the_weights(source, tmp_path) 
     for other in after[1:]:
         assert other.weighted_estimate == after[0].weighted_estimate
         assert other.effective_rows == after[0].effective_rows
+
+
+def test_a_log_pickled_before_the_sample_existed_says_why() -> None:
+    """An earlier pickle's DriftLog has no feature sample: it gets an empty one, and the
+    covariate estimate says the features are not kept."""
+    log = DriftLog(n_classes=2, objective="accuracy")
+    log.use_heldout(np.log(np.full((8, 2), 0.5)), np.r_[np.zeros(4), np.ones(4)])
+    state = {k: v for k, v in log.__dict__.items() if k != "_sample"}
+    earlier = DriftLog.__new__(DriftLog)
+    earlier.__setstate__(state)
+    reading = earlier.covariate_estimate()
+    assert "features are not kept" in reading.reason and np.isnan(reading.values).all()
