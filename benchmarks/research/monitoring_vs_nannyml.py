@@ -268,8 +268,8 @@ def tables(
         f"{' '.join(args.kinds)} --seed {args.seed}`",
         "",
         "Mean absolute error (points) of the unadapted model's objective over the whole "
-        "stream; `within 2`: the share of streams within 2 points. CBPE: NannyML "
-        f"{'(not run)' if cbpe is None else ''}.",
+        "stream; `within 2`: the share of streams within 2 points. CBPE: NannyML's"
+        f"{' (not run: no NannyML interpreter)' if cbpe is None else ''}.",
         "",
         "| role | kind | streams | macro-F1: report / summary / CBPE | within 2 | accuracy: "
         "report / summary / CBPE | within 2 |",

@@ -51,7 +51,7 @@ WEIGHT_CAP = 20.0
 #: the spread (a fraction of the objective) assumed for the bias of the estimate under the
 #: model's own posteriors on a covariate-shifted stream, when it is set beside the weighted one
 #: (docs/research/monitoring_vs_nannyml.md)
-POSTERIORS_BIAS = 0.05
+POSTERIORS_BIAS = 0.03
 
 
 def design_matrix(numeric: np.ndarray, codes: np.ndarray, widths: np.ndarray) -> np.ndarray:
