@@ -140,7 +140,7 @@ def test_the_reservoir_keeps_a_uniform_sample_of_bounded_size() -> None:
     sample.use_heldout(np.zeros((10, 1), np.float32), np.zeros((10, 0), np.int64), rows=10)
     for first in range(0, 20_000, 100):
         values = np.arange(first, first + 100, dtype=np.float32)[:, None]
-        sample.add(values, np.zeros((100, 0), np.int64), first)
+        sample.add(values, np.zeros((100, 0), np.int64))
     kept = sample.stream_numeric[:, 0]
     assert sample.seen == 20_000 and len(kept) == 500 and len(np.unique(kept)) == 500
     # each row kept with the same chance: the kept row ids spread evenly over the stream

@@ -286,7 +286,7 @@ class DriftLog:
             None if expected is None else np.asarray(expected, dtype=np.float64),
         )
         if features is not None and self._sample.has_heldout:
-            self._sample.add(features.numeric, features.codes, self._rows.n_rows)
+            self._sample.add(features.numeric, features.codes)
         self._records.append(record, posteriors, source_proba, predictions, output)
         # the believed posteriors are kept, not copied, like the pending records' arrays
         self._rows.add_batch(rows, predictions, logits, posteriors)

@@ -4,15 +4,15 @@ last fitted on them (:mod:`adaptable.core.report.covariate_estimate`).
 
 Memory is bounded: at most :data:`HELDOUT_ROWS` held-out rows (a seeded uniform subsample of
 more) and :data:`STREAM_ROWS` stream rows, kept by reservoir sampling (each row seen so far is
-in the sample with the same chance). Each batch costs O(its rows); the draws of a batch come
-from the seed and the batch's first row id, so a saved and loaded sample goes on as the
-original would. The weights are refitted only when asked (:meth:`FeatureSample.weights`) and
+in the sample with the same chance). Each batch costs O(its rows); row t's draw is a hash of
+the seed and t, so a saved and loaded sample goes on as the original would, whatever the
+batches. The weights are refitted only when asked (:meth:`FeatureSample.weights`) and
 the stream has at least doubled since they were last fitted: a stream of n rows pays
 O(log n) fits.
 
 >>> sample = FeatureSample(capacity=4, seed=0)
 >>> sample.use_heldout(np.zeros((3, 1), np.float32), np.zeros((3, 0), np.int64), rows=3)
->>> sample.add(np.arange(10, dtype=np.float32)[:, None], np.zeros((10, 0), np.int64), 0)
+>>> sample.add(np.arange(10, dtype=np.float32)[:, None], np.zeros((10, 0), np.int64))
 >>> sample.seen, len(sample.stream_numeric)
 (10, 4)
 """
@@ -84,8 +84,11 @@ class FeatureSample:
     def reset(self) -> None:
         """Forget the stream's rows and the weights (the held-out rows stay)."""
         width = self.heldout_numeric.shape[1], self.heldout_codes.shape[1]
-        self.stream_numeric = np.zeros((0, width[0]), np.float32)
-        self.stream_codes = np.zeros((0, width[1]), np.int64)
+        # the reservoir, allocated at its capacity on the first batch; its first `_filled` rows
+        # hold the sample
+        self._numeric = np.zeros((0, width[0]), np.float32)
+        self._codes = np.zeros((0, width[1]), np.int64)
+        self._filled = 0
         self.seen = 0
         self._forget_weights()
 
@@ -94,29 +97,45 @@ class FeatureSample:
         self._weights: np.ndarray | None = None
         self._fitted_at = 0
 
-    def add(self, numeric: np.ndarray, codes: np.ndarray, first_row: int) -> None:
-        """One batch's encoded rows, whose first row id is ``first_row``: each row seen so far
-        stays in the sample with chance ``capacity / seen`` (reservoir sampling, Algorithm R,
-        its draws seeded by the seed and ``first_row``)."""
-        numeric = np.asarray(numeric, dtype=np.float32)
-        codes = np.asarray(codes, dtype=np.int64)
+    @property
+    def stream_numeric(self) -> np.ndarray:
+        """The sampled stream rows' numbers, (k, D_num), k <= capacity (a view)."""
+        return self._numeric[: self._filled]
+
+    @property
+    def stream_codes(self) -> np.ndarray:
+        """The sampled stream rows' category codes, (k, D_cat) (a view)."""
+        return self._codes[: self._filled]
+
+    def add(self, numeric: np.ndarray, codes: np.ndarray) -> None:
+        """One batch's encoded rows (numbers (n, D_num), codes (n, D_cat)): each row seen so far
+        stays in the sample with chance ``capacity / seen`` (reservoir sampling, Algorithm R;
+        row t's draw a hash of the seed and t, so it does not depend on how the rows were
+        batched, nor on a save and load in between)."""
         n, start = len(numeric), self.seen
-        room = max(self.capacity - len(self.stream_numeric), 0)
+        if len(self._numeric) < self.capacity:
+            for name in ("_numeric", "_codes"):
+                kept = getattr(self, name)
+                grown = np.zeros((self.capacity, kept.shape[1]), kept.dtype)
+                grown[: self._filled] = kept[: self._filled]
+                setattr(self, name, grown)
+        room = min(self.capacity - self._filled, n)
         if room:
-            self.stream_numeric = np.concatenate([self.stream_numeric, numeric[:room]])
-            self.stream_codes = np.concatenate([self.stream_codes, codes[:room]])
+            self._numeric[self._filled : self._filled + room] = numeric[:room]
+            self._codes[self._filled : self._filled + room] = codes[:room]
+            self._filled += room
         if n > room:
             # row t (0-based over the stream) replaces a random slot with chance capacity / (t + 1)
-            positions = np.arange(start + room, start + n)
-            rng = np.random.default_rng([self.seed, int(first_row)])
-            slots = (rng.random(len(positions)) * (positions + 1)).astype(np.int64)
+            positions = np.arange(start + room, start + n, dtype=np.uint64)
+            slots = (uniform_draws(self.seed, positions) * (positions + 1.0)).astype(np.int64)
             chosen = np.flatnonzero(slots < self.capacity)
-            # a slot drawn twice in one batch keeps the later row, as one row after another would
-            last = {int(slots[i]): i for i in chosen}
-            where = np.fromiter(last.keys(), np.int64, len(last))
-            which = room + np.fromiter(last.values(), np.int64, len(last))
-            self.stream_numeric[where] = numeric[which]
-            self.stream_codes[where] = codes[which]
+            if len(chosen):
+                # a slot drawn twice in one batch keeps the later row, as one row after another
+                latest = chosen[::-1]
+                where, first = np.unique(slots[latest], return_index=True)
+                which = room + latest[first]
+                self._numeric[where] = numeric[which]
+                self._codes[where] = codes[which]
         self.seen += n
 
     def weights(self) -> np.ndarray | None:
@@ -147,8 +166,8 @@ class FeatureSample:
             "sample_heldout_rows": self.heldout_rows.astype(np.int64),
             "sample_heldout_numeric": self.heldout_numeric,
             "sample_heldout_codes": self.heldout_codes,
-            "sample_stream_numeric": self.stream_numeric,
-            "sample_stream_codes": self.stream_codes,
+            "sample_stream_numeric": self.stream_numeric.copy(),
+            "sample_stream_codes": self.stream_codes.copy(),
             "sample_counters": np.array([self.seen, self._fitted_at, self.capacity], np.int64),
             "sample_widths": np.array(
                 self.heldout_numeric.shape[1:] + self.heldout_codes.shape[1:]
@@ -200,7 +219,18 @@ class FeatureSample:
             raise ValueError("drift report: the feature sample's arrays are inconsistent.")
         self.capacity = int(counters[2])
         self.heldout_rows, self.heldout_numeric, self.heldout_codes = rows, numeric, codes
-        self.stream_numeric, self.stream_codes = stream_numeric, stream_codes
+        self._numeric, self._codes, self._filled = stream_numeric, stream_codes, k
         self.seen = int(counters[0])
         if len(weights):
             self._weights, self._fitted_at = weights, int(counters[1])
+
+
+def uniform_draws(seed: int, positions: np.ndarray) -> np.ndarray:
+    """One draw in [0, 1) per position (uint64 array), a hash of ``seed`` and the position
+    (SplitMix64's finaliser): the same for the same pair whatever else was drawn."""
+    mixed = positions.astype(np.uint64) + np.uint64((int(seed) * 0x9E3779B97F4A7C15) % 2**64)
+    mixed = mixed + np.uint64(0x9E3779B97F4A7C15)
+    mixed = (mixed ^ (mixed >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    mixed = (mixed ^ (mixed >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    mixed = mixed ^ (mixed >> np.uint64(31))
+    return (mixed >> np.uint64(11)).astype(np.float64) * 2.0**-53
