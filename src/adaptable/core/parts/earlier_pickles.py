@@ -111,6 +111,11 @@ ADDED_ATTRIBUTES: Mapping[str, Mapping[str, Any]] = {
         # before the likelihood incumbent, the labels' rule choice started from the reading
         "likelihood_incumbent": False,
     },
+    "DriftLog": {
+        # before the covariate-shift estimate, no features were kept: an empty sample, which
+        # leaves that estimate unread
+        "_sample": lambda state: _empty("adaptable.core.report.feature_sample", "FeatureSample"),
+    },
 }
 
 #: a DriftLog's attributes that its earlier layout (the window of records and the kept rows as
@@ -279,6 +284,12 @@ def _instance(module: str, class_name: str, attributes: dict[str, Any]) -> Any:
     else:
         instance.__dict__.update(attributes)
     return instance
+
+
+def _empty(module: str, class_name: str) -> Any:
+    """A new object of the class ``class_name`` of ``module``, built with no arguments (the
+    class found by its path, as :func:`_instance` finds it)."""
+    return getattr(importlib.import_module(module), class_name)()
 
 
 def _fresh(value: Any) -> Any:

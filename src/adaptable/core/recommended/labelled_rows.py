@@ -129,14 +129,17 @@ class LabelledRows:
             seed=seed,
         )
         window = sys.maxsize if report_batches is None else int(report_batches)
-        self.drift_log = DriftLog(len(source_prior), objective, max_batches=window)
+        self.drift_log = DriftLog(len(source_prior), objective, max_batches=window, seed=seed)
         self._forget_worth()
 
-    def fit_heldout(self, log_posteriors: np.ndarray, labels: np.ndarray) -> None:
+    def fit_heldout(
+        self, log_posteriors: np.ndarray, labels: np.ndarray, features: Any = None
+    ) -> None:
         """The held-out source rows' log-posteriors (n, C) and labels (n,): evidence for the
-        labelled rows' rule choice, and the report's reference."""
+        labelled rows' rule choice, and the report's reference; with their encoded rows
+        ``features`` (an ``EncodedBatch``), the report's covariate-shift estimate too."""
         self.feedback.fit_heldout(log_posteriors, labels)
-        self.drift_log.use_heldout(*self.feedback.heldout)
+        self.drift_log.use_heldout(*self.feedback.heldout, features=features)
 
     def reset(self) -> None:
         """Forget the stream's labelled rows and records (the held-out rows stay)."""
@@ -349,6 +352,7 @@ class LabelledRows:
             labelled_counts=self.feedback.reservoir.counts,
             logits=batch.logits,
             output=decision.proba,
+            features=batch.encoded,
         )
 
     # ------------------------------------------------------------------ saved state
@@ -409,6 +413,10 @@ class LabelledRows:
             except (ValueError, KeyError, UnicodeDecodeError) as err:
                 raise reader.error(name, str(err)) from err
         labelled.drift_log.use_heldout(*labelled.feedback.heldout)
+        try:
+            labelled.drift_log.restore_sample(reader.prefixed("report."))
+        except (ValueError, KeyError) as err:
+            raise reader.error("report", str(err)) from err
         return labelled
 
 

@@ -231,7 +231,10 @@ class RecommendedDecider(Decider):
             report_batches=self.report_batches,
             seed=context.seed,
         )
-        self.labelled.fit_heldout(floored_log(softmax(logits)), labels)
+        held_out_rows = context.source.X_valid if context.has_validation else context.source.X
+        self.labelled.fit_heldout(
+            floored_log(softmax(logits)), labels, context.encoder.encode(held_out_rows)
+        )
         self.reference_prior_ = self._reference_prior(self.feedback.heldout[0])
         self.prior_estimate = self._new_prior_estimate(context.seed)
         self.reset()

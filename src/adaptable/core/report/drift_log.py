@@ -48,6 +48,8 @@ import pandas as pd
 
 from adaptable.core.decision.rules import confusion, score
 from adaptable.core.parts.earlier_pickles import with_added_attributes
+from adaptable.core.report.covariate_estimate import effective_rows, weighted_estimates
+from adaptable.core.report.feature_sample import MIN_STREAM_ROWS, FeatureSample
 from adaptable.core.report.heldout_estimate import realised_variance, stream_estimates
 from adaptable.core.report.kept_rows import KeptRows
 from adaptable.core.report.label_corrected_estimate import ResidualSums
@@ -65,6 +67,7 @@ __all__ = [
     "PENDING_ROWS",
     "PREDICTION_ROWS",
     "REPORT_BATCHES",
+    "CovariateReading",
     "DriftLog",
     "Window",
     "report_classes",
@@ -91,6 +94,21 @@ class Window(NamedTuple):
     last: BatchRecord  # the last batch's record
 
 
+class CovariateReading(NamedTuple):
+    """The covariate-shift estimate over the stream since fit / reset
+    (:meth:`DriftLog.covariate_estimate`): the held-out rows weighted towards a sample of the
+    stream's features (:mod:`adaptable.core.report.covariate_estimate`). Each array a pair
+    (unadapted model, adapter); NaN where not to be had, and ``reason`` says why."""
+
+    values: np.ndarray  # the weighted estimate
+    deviations: np.ndarray  # the realised value's deviation around it
+    drop_deviations: np.ndarray  # the deviation of the drop from the held-out level to it
+    effective_rows: float  # the weights' effective number of held-out rows
+    heldout_rows: int  # held-out rows weighted
+    stream_rows: int  # stream rows the weights were fitted against
+    reason: str  # why there is no estimate ("" where there is one)
+
+
 class DriftLog:
     """Per-batch records of a stream, and late labels scored against the rows' predictions.
 
@@ -104,6 +122,7 @@ class DriftLog:
             least one) are held, the oldest are forgotten down to this many. Their rows' codes
             and scores stay while the last ``prediction_rows`` rows hold them (labels by row id
             for those rows are learnt and checked for repeats, and counted in ``unscored``).
+        seed: seeds the stream's feature sample and the covariate estimate's folds.
 
     Attributes:
         n_classes: C.
@@ -117,6 +136,7 @@ class DriftLog:
         objective: str,
         prediction_rows: int | None = None,
         max_batches: int | None = None,
+        seed: int = 0,
     ) -> None:
         self.n_classes = int(n_classes)
         self.objective = objective
@@ -130,6 +150,8 @@ class DriftLog:
         self._rows = KeptRows(self.n_classes, kept)
         #: the labelled rows' residuals, per batch (the label-corrected columns)
         self._residuals = ResidualSums(self.n_classes)
+        #: the held-out rows' features and a sample of the stream's (the covariate estimate)
+        self._sample = FeatureSample(seed=seed)
         self.unscored = 0
 
     @property
@@ -153,10 +175,16 @@ class DriftLog:
         """Rows whose predicted codes are kept for matching labels to them."""
         return self._rows.prediction_rows
 
-    def use_heldout(self, log_posteriors: np.ndarray, labels: np.ndarray) -> None:
+    def use_heldout(
+        self, log_posteriors: np.ndarray, labels: np.ndarray, features: Any = None
+    ) -> None:
         """The held-out source rows (the model's log-posteriors (m, C), label codes (m,); kept,
-        not copied) from which the report's calibration-free columns are estimated."""
+        not copied) from which the report's calibration-free columns are estimated; with
+        ``features`` (their encoded rows, an object with ``numeric`` (m, D_num) and ``codes``
+        (m, D_cat)), also the covariate-shift estimate (:meth:`covariate_estimate`)."""
         self._heldout = (log_posteriors, np.asarray(labels, dtype=np.int64))
+        if features is not None:
+            self._sample.use_heldout(features.numeric, features.codes, len(self._heldout[1]))
 
     def heldout_reference(self) -> tuple[float, float]:
         """The unadapted model's (argmax) objective on the held-out source rows and its
@@ -177,6 +205,7 @@ class DriftLog:
         self._records.reset()
         self._rows.reset()
         self._residuals.reset()
+        self._sample.reset()
         self.unscored = 0
 
     def __len__(self) -> int:
@@ -206,6 +235,7 @@ class DriftLog:
         labelled_counts: np.ndarray | None = None,
         logits: np.ndarray | None = None,
         output: np.ndarray | None = None,
+        features: Any = None,
     ) -> None:
         """One adapted batch.
 
@@ -231,6 +261,8 @@ class DriftLog:
                 predicted codes, for :meth:`kept_logits`).
             output: the adapter's output probabilities, (rows, C), with ``posteriors``: the
                 class offsets of its rule are read from them (kept like ``posteriors``).
+            features: the batch's encoded rows (``numeric``, ``codes``), where the held-out
+                rows' are kept: some enter the stream's feature sample (copied).
 
         Raises:
             ValueError: neither ``expected`` nor both ``posteriors`` and ``source_proba``.
@@ -253,6 +285,8 @@ class DriftLog:
             np.zeros(c) if labelled_counts is None else np.array(labelled_counts, float),
             None if expected is None else np.asarray(expected, dtype=np.float64),
         )
+        if features is not None and self._sample.has_heldout:
+            self._sample.add(features.numeric, features.codes)
         self._records.append(record, posteriors, source_proba, predictions, output)
         # the believed posteriors are kept, not copied, like the pending records' arrays
         self._rows.add_batch(rows, predictions, logits, posteriors)
@@ -443,6 +477,42 @@ class DriftLog:
             self.objective,
         )
 
+    def covariate_estimate(self) -> CovariateReading:
+        """The covariate-shift estimate over the stream since fit / reset / load (the rows of
+        every batch, forgotten ones included): the held-out rows weighted towards the stream's
+        feature sample (:mod:`adaptable.core.report.covariate_estimate`), the model's argmax
+        and the adapter's rules (each kept batch's class offsets, in proportion to its rows).
+        Fits the weights where they are due (:meth:`FeatureSample.weights
+        <adaptable.core.report.feature_sample.FeatureSample.weights>`)."""
+        nan = np.full(2, np.nan)
+        sample = self._sample
+        held = 0 if sample.heldout_rows is None else len(sample.heldout_rows)
+        stream_rows = len(sample.stream_numeric)
+
+        def without(reason: str, effective: float = np.nan) -> CovariateReading:
+            return CovariateReading(nan, nan, nan, effective, held, stream_rows, reason)
+
+        if self._heldout is None or not sample.has_heldout:
+            return without("the held-out rows' features are not kept (no held-out rows at fit, "
+                           "or a file written before they were)")  # fmt: skip
+        weights = sample.weights()
+        if weights is None:
+            return without(f"{stream_rows} stream rows sampled; the weights need "
+                           f"{MIN_STREAM_ROWS}")  # fmt: skip
+        log_posteriors, labels = (values[sample.heldout_rows] for values in self._heldout)
+        b = self._records.records
+        if not b:
+            return without("no batch kept")
+        offsets = np.stack([np.full(self.n_classes, np.nan) if x.offset is None else x.offset
+                            for x in b])  # fmt: skip
+        rows = np.array([x.rows for x in b], dtype=np.float64)
+        values, deviations, drops = weighted_estimates(
+            log_posteriors, labels, weights, offsets, rows, self.objective
+        )
+        return CovariateReading(
+            values, deviations, drops, effective_rows(weights), held, stream_rows, ""
+        )
+
     # ------------------------------------------------------------------ saved layout
     def arrays(self) -> dict[str, np.ndarray]:
         """The log as arrays, for ``save`` / ``load``: the records
@@ -468,6 +538,7 @@ class DriftLog:
             }
             | rows
             | self._residuals.arrays(self._records.n_batches)
+            | self._sample.arrays()
         )
 
     def restore(self, arrays: dict[str, np.ndarray]) -> None:
@@ -496,6 +567,17 @@ class DriftLog:
         self._residuals.restore(arrays, self._records.n_batches)
         self._residuals.forget_before(dropped)
         self.unscored = int(counters[1])
+
+    def restore_sample(self, arrays: dict[str, np.ndarray]) -> None:
+        """The feature sample from :meth:`arrays`' ``sample_*`` arrays, after
+        :meth:`use_heldout` gave the held-out rows they index (none in a file written before
+        the sample existed).
+
+        Raises:
+            ValueError: missing, malformed or inconsistent arrays.
+        """
+        count = 0 if self._heldout is None else len(self._heldout[1])
+        self._sample.restore(arrays, count)
 
 
 def _number(value: float | None) -> float:

@@ -13,12 +13,23 @@ estimate the log can give:
 2. ``"calibration-free"``, without labels while the moment test accepts pure label shift
    (:mod:`adaptable.core.report.heldout_estimate`): right where only the label mix moved, and
    wrong by any amount where p(y|x) moved in a way the features cannot show;
-3. ``"posteriors"`` otherwise: the objective expected under the posteriors the adapter
-   believes, which a covariate shift can bias by any amount, so it carries no deviation.
+3. ``"covariate-weighted"``, without labels once the moment test has rejected pure label
+   shift, over the whole stream (``last_batches`` None), where the held-out rows weighted
+   towards the stream's features still count as :data:`MIN_EFFECTIVE_ROWS` rows and
+   :data:`MIN_EFFECTIVE_SHARE` of them
+   (:mod:`adaptable.core.report.covariate_estimate`): the weighted held-out estimate and the
+   posteriors' set together by their precisions. Right where p(y | x) did not move (covariate
+   shift) and the stream lies where the held-out rows do; wrong by any amount where a change
+   the features cannot show moved p(y | x);
+4. ``"posteriors"`` otherwise: the objective expected under the posteriors the adapter
+   believes, which a covariate shift can bias by any amount, so it carries no deviation; the
+   summary's ``covariate_note`` says why the covariate-weighted estimate was not read.
 
 With d = reference - estimate and s its standard deviation (for the label-corrected estimate
 its own and the reference's, as independent; the calibration-free one's alone, which already
-holds the noise of the held-out rows the reference is read from), the verdict is
+holds the noise of the held-out rows the reference is read from; for the covariate-weighted
+one the weighted part's paired with the reference on the same rows, and the posteriors' part's
+assumed bias and the reference's), the verdict is
 
 - ``"degraded"`` where d - k s > tolerance: the objective fell by more than the tolerance
   (k = ``deviations``; at k = 2 a one-sided error rate of about 2 % for one look);
@@ -56,7 +67,7 @@ import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -79,6 +90,13 @@ METRIC_NAMES = {
 MIN_LABELLED = 30
 #: a drop within this of the tolerance counts as the tolerance (decimal fractions in binary)
 ROUNDING = 1e-12
+#: the effective held-out rows (Kish's, under the importance weights) the covariate-weighted
+#: estimate needs: fewer, and the stream lies where few held-out rows do, whose weighted
+#: deviation then understates the miss (docs/research/monitoring_vs_nannyml.md)
+MIN_EFFECTIVE_ROWS = 100
+#: and this share of the held-out rows: fewer, and the stream sits in a tail of the held-out
+#: rows, where the classifier extrapolates (a split on a column the features keep)
+MIN_EFFECTIVE_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -110,7 +128,8 @@ class DriftSummary:
         estimate_sd: the deviation of the realised value around it (NaN for the
             posteriors' estimate, whose bias is unknown).
         source_estimate: the unadapted model's objective there, by the same estimate.
-        estimate_kind: ``"label-corrected"``, ``"calibration-free"`` or ``"posteriors"``.
+        estimate_kind: ``"label-corrected"``, ``"calibration-free"``, ``"covariate-weighted"``
+            or ``"posteriors"``.
         drop: ``reference - estimate`` (negative: the adapter is above the reference).
         drop_sd: the deviation of the drop: the estimate's and the held-out reference's added
             as independent for the label-corrected estimate; the calibration-free one's alone
@@ -126,6 +145,13 @@ class DriftSummary:
         update_switches: (batch, candidate) at each change of that output.
         update_scores: each candidate's objective on the labelled rows it predicted before
             their labels, and how many rows: ``{name: (value, rows)}``.
+        weighted_estimate: the adapter's objective from the held-out rows weighted towards
+            the stream's features alone (the covariate-weighted estimate's weighted part; NaN
+            where it was not computed).
+        effective_rows: the weights' effective number of held-out rows (Kish's; NaN where
+            they were not computed).
+        covariate_note: why the covariate-weighted estimate was not read where the summary
+            fell back on the posteriors ("" otherwise).
     """
 
     objective: str
@@ -154,6 +180,9 @@ class DriftSummary:
     model_update: str | None = None
     update_switches: tuple = ()
     update_scores: dict | None = None
+    weighted_estimate: float = math.nan
+    effective_rows: float = math.nan
+    covariate_note: str = ""
 
     def as_dict(self) -> dict[str, object]:
         """The fields as plain Python values for JSON: arrays as lists, NaN as None."""
@@ -211,6 +240,13 @@ class DriftSummary:
                 "  (the calibration-free estimate assumes that only the label mix moved, which "
                 "the moment test could not reject; labelled rows would check it.)"
             )
+        if self.estimate_kind == "covariate-weighted":
+            lines.append(
+                f"  (the held-out rows weighted towards the stream's features give "
+                f"{_points(self.weighted_estimate)}, as {self.effective_rows:,.0f} effective "
+                "rows; set beside the posteriors' estimate. It assumes that p(y | x) did not "
+                "move; labelled rows would check it.)"
+            )
         return "\n".join(lines)
 
     def _updates_line(self, metric: str) -> str:
@@ -259,10 +295,12 @@ class DriftSummary:
             else "no labelled rows here"
         )
         if self.estimate_kind == "posteriors" and self.shift_detected:
+            note = f" (the covariate-weighted estimate is not read: {self.covariate_note})"
             return (
-                f"{few}; only the model's own posteriors estimate the performance, which a "
-                "feature shift can bias by any amount: pass the labels of some rows to "
-                "partial_fit with their row ids to measure it."
+                f"{few}; only the model's own posteriors estimate the performance"
+                f"{note if self.covariate_note else ''}, which a feature shift can bias by any "
+                "amount: pass the labels of some rows to partial_fit with their row ids to "
+                "measure it."
             )
         return f"{few}, and the unlabelled estimate has no deviation yet (too few rows)."
 
@@ -343,6 +381,14 @@ def summarise(
     else:
         kind, values, sd = "posteriors", window.posteriors, np.full(2, np.nan)
         drop_sd = math.nan
+    weighted, effective, note = math.nan, math.nan, ""
+    if kind == "posteriors":
+        covariate = _covariate(log, window, last_batches, reference_sd)
+        weighted, effective, note = covariate.weighted, covariate.effective_rows, covariate.note
+        if not note:
+            kind, values, sd = "covariate-weighted", covariate.values, covariate.deviations
+            # the caller's level shares no rows with the weighted estimate
+            drop_sd = float(sd[1]) if given else covariate.drop_deviation
     drop = reference - float(values[1])
     if not (math.isfinite(drop_sd) and math.isfinite(drop)):
         verdict = "unverified"
@@ -382,7 +428,61 @@ def summarise(
         verdict=verdict,
         classes=None if classes is None else tuple(python_value(k) for k in classes),
         forgotten=log.dropped,
+        weighted_estimate=weighted,
+        effective_rows=effective,
+        covariate_note=note,
     )
+
+
+class _Covariate(NamedTuple):
+    """The covariate-weighted estimate as the summary reads it: the values and deviations
+    (pairs: unadapted model, adapter), the adapter's drop deviation, the adapter's weighted
+    estimate alone, the effective held-out rows, and why it is not read ("" where it is)."""
+
+    values: np.ndarray
+    deviations: np.ndarray
+    drop_deviation: float
+    weighted: float
+    effective_rows: float
+    note: str
+
+
+def _covariate(
+    log: DriftLog, window: Any, last_batches: int | None, reference_sd: float
+) -> _Covariate:
+    """The covariate-weighted estimate (:mod:`adaptable.core.report.covariate_estimate`),
+    where it can be read."""
+    from adaptable.core.report.covariate_estimate import POSTERIORS_BIAS, combined
+
+    nan = np.full(2, np.nan)
+    if last_batches is not None:
+        note = "it reads the whole stream since reset; ask without last_batches"
+        return _Covariate(nan, nan, math.nan, math.nan, math.nan, note)
+    reading = log.covariate_estimate()
+    weighted, effective = float(reading.values[1]), reading.effective_rows
+    note = reading.reason
+    needed = max(MIN_EFFECTIVE_ROWS, MIN_EFFECTIVE_SHARE * reading.heldout_rows)
+    if not note and not effective >= needed:
+        note = (
+            f"the stream lies where few held-out rows do: the weights leave {effective:.0f} "
+            f"effective rows of {reading.heldout_rows:,} (it needs {needed:.0f})"
+        )
+    if not note and not np.isfinite(weighted):
+        note = "a batch's rule is no class offset on the model's scores"
+    if note:
+        return _Covariate(nan, nan, math.nan, weighted, effective, note)
+    values, sd, shares = np.full(2, np.nan), np.full(2, np.nan), np.zeros(2)
+    for r in range(2):
+        values[r], sd[r], shares[r] = combined(
+            float(reading.values[r]), float(reading.deviations[r]), float(window.posteriors[r])
+        )
+    # the drop's two parts: the weighted one, paired with the reference on the same rows; the
+    # posteriors' one, with its assumed bias and the reference's noise
+    drop_sd = math.sqrt(
+        shares[1] ** 2 * float(reading.drop_deviations[1]) ** 2
+        + (1.0 - shares[1]) ** 2 * (POSTERIORS_BIAS**2 + reference_sd**2)
+    )
+    return _Covariate(values, sd, drop_sd, weighted, effective, "")
 
 
 def _points(value: float) -> str:

@@ -232,11 +232,11 @@ def metric_deviation(
 
 #: bootstrap resamples of the held-out rows behind the held-out part of the deviation
 HELDOUT_RESAMPLES = 40
-#: distinct adapter rules the resamples measure at most (:func:`_on_grid`)
+#: distinct adapter rules the resamples measure at most (:func:`rules_on_grid`)
 RESAMPLED_RULES = 256
 
 
-def _on_grid(offsets: np.ndarray) -> np.ndarray:
+def rules_on_grid(offsets: np.ndarray) -> np.ndarray:
     """``offsets`` rounded to 3 decimals, or fewer until at most :data:`RESAMPLED_RULES`
     distinct finite rows remain (NaN rows stay NaN)."""
     finite = offsets[np.isfinite(offsets).all(axis=1)]
@@ -334,7 +334,7 @@ def stream_estimates(
     # the resamples measure the offset rules on a grid (log class weights rounded, to 1e-3 or
     # coarser until at most RESAMPLED_RULES distinct rules remain): the held-out noise of a
     # rule's rates barely depends on the rule, and a long stream's rules are many
-    coarse = _on_grid(offsets)
+    coarse = rules_on_grid(offsets)
     resampled = []
     for _ in range(HELDOUT_RESAMPLES):
         pick = rng.integers(0, len(labels), len(labels))
