@@ -65,6 +65,15 @@ REPORT_TENSORS = {
     "residual_sums": "f",
     "residual_cross": "f",
     "residual_outer": "f",
+    # the bounded sample of held-out and stream features of the covariate-weighted estimate
+    "sample_heldout_rows": "i",
+    "sample_heldout_numeric": "f",
+    "sample_heldout_codes": "i",
+    "sample_stream_numeric": "f",
+    "sample_stream_codes": "i",
+    "sample_counters": "i",
+    "sample_widths": "i",
+    "sample_weights": "f",
 }
 #: the tensors a file with the labelled rows always holds (the others may be empty, and
 #: safetensors writes no empty tensor)
