@@ -17,11 +17,9 @@ and on all source rows the moment-matching label-shift test
    ``stream_check="both"``, also under those posteriors read as a label shift
    (:meth:`RecommendedDecider.label_shift_reading_favours_balanced`) (rule ``"balanced"``).
 3. Otherwise the ``fallback``: the model's argmax (``"source"``), the plug-in weights
-   (``"plugin"``), or, once a covariate shift is in evidence, the rule held between the two
-   source rules (``"between"``).
+   (``"plugin"``), or, once a covariate shift is in evidence, the rule between the two (``"between"``).
 
-``docs/maintainer/method.md`` gives the reasons and the benchmarks behind each choice.
-"""
+Why each choice, and the benchmarks behind it: ``docs/maintainer/method.md``."""
 
 from __future__ import annotations
 
@@ -231,9 +229,9 @@ class RecommendedDecider(Decider):
             report_batches=self.report_batches,
             seed=context.seed,
         )
-        held_out_rows = context.source.X_valid if context.has_validation else context.source.X
+        rows = context.source.X_valid if context.has_validation else context.source.X
         self.labelled.fit_heldout(
-            floored_log(softmax(logits)), labels, context.encoder.encode(held_out_rows)
+            floored_log(softmax(logits)), labels, context.encoder.encode(rows)
         )
         self.reference_prior_ = self._reference_prior(self.feedback.heldout[0])
         self.prior_estimate = self._new_prior_estimate(context.seed)
@@ -482,10 +480,8 @@ class RecommendedDecider(Decider):
         estimate = decider._new_prior_estimate(seed)
         n_seen = read_prior_estimate(reader, estimate, n_classes)
         if test.n_rows != n_seen:  # both see every row of the stream
-            raise reader.error(
-                "shift_test.n_rows",
-                f"counts {test.n_rows} rows but the stream had {n_seen} (prior_estimate.n_seen)",
-            )
+            message = f"counts {test.n_rows} rows; the stream had {n_seen} (prior_estimate)"
+            raise reader.error("shift_test.n_rows", message)
         expected = read_expected_confusion(reader, n_classes, n_seen)
         decider.rule, decider.shift_test, decider.prior_estimate = rule, test, estimate
         decider._start(expected.copy())

@@ -48,8 +48,9 @@ import pandas as pd
 
 from adaptable.core.decision.rules import confusion, score
 from adaptable.core.parts.earlier_pickles import with_added_attributes
-from adaptable.core.report.covariate_estimate import effective_rows, weighted_estimates
-from adaptable.core.report.feature_sample import MIN_STREAM_ROWS, FeatureSample
+from adaptable.core.report.covariate_reading import CovariateReading, covariate_reading
+from adaptable.core.report.drift_log_fields import log_arrays, restore_log
+from adaptable.core.report.feature_sample import FeatureSample
 from adaptable.core.report.heldout_estimate import realised_variance, stream_estimates
 from adaptable.core.report.kept_rows import KeptRows
 from adaptable.core.report.label_corrected_estimate import ResidualSums
@@ -92,21 +93,6 @@ class Window(NamedTuple):
     corrected: np.ndarray  # label-corrected, and the realised value's deviation around it
     corrected_sd: np.ndarray
     last: BatchRecord  # the last batch's record
-
-
-class CovariateReading(NamedTuple):
-    """The covariate-shift estimate over the stream since fit / reset
-    (:meth:`DriftLog.covariate_estimate`): the held-out rows weighted towards a sample of the
-    stream's features (:mod:`adaptable.core.report.covariate_estimate`). Each array a pair
-    (unadapted model, adapter); NaN where not to be had, and ``reason`` says why."""
-
-    values: np.ndarray  # the weighted estimate
-    deviations: np.ndarray  # the realised value's deviation around it
-    drop_deviations: np.ndarray  # the deviation of the drop from the held-out level to it
-    effective_rows: float  # the weights' effective number of held-out rows
-    heldout_rows: int  # held-out rows weighted
-    stream_rows: int  # stream rows the weights were fitted against
-    reason: str  # why there is no estimate ("" where there is one)
 
 
 class DriftLog:
@@ -480,102 +466,27 @@ class DriftLog:
     def covariate_estimate(self) -> CovariateReading:
         """The covariate-shift estimate over the stream since fit / reset / load (the rows of
         every batch, forgotten ones included): the held-out rows weighted towards the stream's
-        feature sample (:mod:`adaptable.core.report.covariate_estimate`), the model's argmax
-        and the adapter's rules (each kept batch's class offsets, in proportion to its rows).
-        Fits the weights where they are due (:meth:`FeatureSample.weights
-        <adaptable.core.report.feature_sample.FeatureSample.weights>`)."""
-        nan = np.full(2, np.nan)
-        sample = self._sample
-        held = 0 if sample.heldout_rows is None else len(sample.heldout_rows)
-        stream_rows = len(sample.stream_numeric)
-
-        def without(reason: str, effective: float = np.nan) -> CovariateReading:
-            return CovariateReading(nan, nan, nan, effective, held, stream_rows, reason)
-
-        if self._heldout is None or not sample.has_heldout:
-            return without("the held-out rows' features are not kept (no held-out rows at fit, "
-                           "or a file written before they were)")  # fmt: skip
-        weights = sample.weights()
-        if weights is None:
-            return without(f"{stream_rows} stream rows sampled; the weights need "
-                           f"{MIN_STREAM_ROWS}")  # fmt: skip
-        log_posteriors, labels = (values[sample.heldout_rows] for values in self._heldout)
-        b = self._records.records
-        if not b:
-            return without("no batch kept")
-        offsets = np.stack([np.full(self.n_classes, np.nan) if x.offset is None else x.offset
-                            for x in b])  # fmt: skip
-        rows = np.array([x.rows for x in b], dtype=np.float64)
-        values, deviations, drops = weighted_estimates(
-            log_posteriors, labels, weights, offsets, rows, self.objective
-        )
-        return CovariateReading(
-            values, deviations, drops, effective_rows(weights), held, stream_rows, ""
+        feature sample, the model's argmax and the adapter's rules (each kept batch's class
+        offsets, in proportion to its rows)
+        (:func:`~adaptable.core.report.covariate_estimate.covariate_reading`)."""
+        return covariate_reading(
+            self._sample, self._heldout, self._records.records, self.n_classes, self.objective
         )
 
-    # ------------------------------------------------------------------ saved layout
     def arrays(self) -> dict[str, np.ndarray]:
-        """The log as arrays, for ``save`` / ``load``: the records
-        (:meth:`~adaptable.core.report.record_window.RecordWindow.arrays`), the kept rows
-        (:meth:`~adaptable.core.report.kept_rows.KeptRows.arrays`), the counters (rows
-        recorded, ``unscored``, the oldest kept batch, ``dropped``, ``max_batches``) and the
-        residual sums. The names and values are a file format."""
-        records = self._records.arrays()  # settles the pending records
-        rows = self._rows.arrays()
-        counters = [
-            self._rows.n_rows,
-            self.unscored,
-            self._rows.oldest,
-            self._records.dropped,
-            self._records.max_batches,
-        ]
-        return (
-            records
-            | {
-                "predictions": rows.pop("predictions"),
-                "counters": np.array(counters, dtype=np.int64),
-                "kept_sizes": rows.pop("kept_sizes"),
-            }
-            | rows
-            | self._residuals.arrays(self._records.n_batches)
-            | self._sample.arrays()
-        )
+        """The log as arrays, for ``save`` / ``load``
+        (:func:`~adaptable.core.report.drift_log_fields.log_arrays`: a file format)."""
+        return log_arrays(self)
 
     def restore(self, arrays: dict[str, np.ndarray]) -> None:
-        """Inverse of :meth:`arrays` (empty arrays may be missing; a file written before the
-        report existed holds no counters: no records).
-
-        Raises:
-            ValueError: missing, malformed or inconsistent arrays.
-        """
-        self.reset()
-        if "counters" not in arrays:
-            return
-        counters = np.asarray(arrays["counters"], dtype=np.int64).reshape(-1)
-        # a file written before records were forgotten holds three counters: none was; the
-        # fifth, the window the log was fitted with (a later set_params does not change it)
-        dropped = int(counters[3]) if len(counters) >= 4 else 0
-        window = int(counters[4]) if len(counters) == 5 else self.max_batches
-        self._records.restore(arrays, dropped, window)
-        if counters.shape not in ((3,), (4,), (5,)):
-            raise ValueError("drift report: arrays of inconsistent shapes.")
-        n_rows, oldest = int(counters[0]), int(counters[2])
-        records = self._records.records
-        # a file written before the kept rows were counted kept those of the kept records
-        record_sizes = [x.rows for x in records[max(oldest - dropped, 0) :]]
-        self._rows.restore(arrays, n_rows, oldest, self._records.n_batches, record_sizes)
-        self._residuals.restore(arrays, self._records.n_batches)
-        self._residuals.forget_before(dropped)
-        self.unscored = int(counters[1])
+        """Inverse of :meth:`arrays`; ``ValueError`` for missing, malformed or inconsistent
+        arrays (:func:`~adaptable.core.report.drift_log_fields.restore_log`)."""
+        restore_log(self, arrays)
 
     def restore_sample(self, arrays: dict[str, np.ndarray]) -> None:
         """The feature sample from :meth:`arrays`' ``sample_*`` arrays, after
         :meth:`use_heldout` gave the held-out rows they index (none in a file written before
-        the sample existed).
-
-        Raises:
-            ValueError: missing, malformed or inconsistent arrays.
-        """
+        the sample existed); ``ValueError`` for malformed or inconsistent arrays."""
         count = 0 if self._heldout is None else len(self._heldout[1])
         self._sample.restore(arrays, count)
 

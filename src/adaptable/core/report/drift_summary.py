@@ -15,8 +15,8 @@ estimate the log can give:
    wrong by any amount where p(y|x) moved in a way the features cannot show;
 3. ``"covariate-weighted"``, without labels once the moment test has rejected pure label
    shift, over the whole stream (``last_batches`` None), where the held-out rows weighted
-   towards the stream's features still count as :data:`MIN_EFFECTIVE_ROWS` rows and
-   :data:`MIN_EFFECTIVE_SHARE` of them
+   towards the stream's features still count as ``MIN_EFFECTIVE_ROWS`` rows and
+   ``MIN_EFFECTIVE_SHARE`` of them (:mod:`adaptable.core.report.covariate_reading`)
    (:mod:`adaptable.core.report.covariate_estimate`): the weighted held-out estimate and the
    posteriors' set together by their precisions. Right where p(y | x) did not move (covariate
    shift) and the stream lies where the held-out rows do; wrong by any amount where a change
@@ -67,10 +67,13 @@ import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from adaptable.core.report.covariate_reading import (
+    summary_covariate,
+)
 from adaptable.values import python_value
 
 if TYPE_CHECKING:
@@ -90,13 +93,6 @@ METRIC_NAMES = {
 MIN_LABELLED = 30
 #: a drop within this of the tolerance counts as the tolerance (decimal fractions in binary)
 ROUNDING = 1e-12
-#: the effective held-out rows (Kish's, under the importance weights) the covariate-weighted
-#: estimate needs: fewer, and the stream lies where few held-out rows do, whose weighted
-#: deviation then understates the miss (docs/research/monitoring_vs_nannyml.md)
-MIN_EFFECTIVE_ROWS = 100
-#: and this share of the held-out rows: fewer, and the stream sits in a tail of the held-out
-#: rows, where the classifier extrapolates (a split on a column the features keep)
-MIN_EFFECTIVE_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -383,7 +379,7 @@ def summarise(
         drop_sd = math.nan
     weighted, effective, note = math.nan, math.nan, ""
     if kind == "posteriors":
-        covariate = _covariate(log, window, last_batches, reference_sd)
+        covariate = summary_covariate(log, window, last_batches, reference_sd)
         weighted, effective, note = covariate.weighted, covariate.effective_rows, covariate.note
         if not note:
             kind, values, sd = "covariate-weighted", covariate.values, covariate.deviations
@@ -432,57 +428,6 @@ def summarise(
         effective_rows=effective,
         covariate_note=note,
     )
-
-
-class _Covariate(NamedTuple):
-    """The covariate-weighted estimate as the summary reads it: the values and deviations
-    (pairs: unadapted model, adapter), the adapter's drop deviation, the adapter's weighted
-    estimate alone, the effective held-out rows, and why it is not read ("" where it is)."""
-
-    values: np.ndarray
-    deviations: np.ndarray
-    drop_deviation: float
-    weighted: float
-    effective_rows: float
-    note: str
-
-
-def _covariate(
-    log: DriftLog, window: Any, last_batches: int | None, reference_sd: float
-) -> _Covariate:
-    """The covariate-weighted estimate (:mod:`adaptable.core.report.covariate_estimate`),
-    where it can be read."""
-    from adaptable.core.report.covariate_estimate import POSTERIORS_BIAS, combined
-
-    nan = np.full(2, np.nan)
-    if last_batches is not None:
-        note = "it reads the whole stream since reset; ask without last_batches"
-        return _Covariate(nan, nan, math.nan, math.nan, math.nan, note)
-    reading = log.covariate_estimate()
-    weighted, effective = float(reading.values[1]), reading.effective_rows
-    note = reading.reason
-    needed = max(MIN_EFFECTIVE_ROWS, MIN_EFFECTIVE_SHARE * reading.heldout_rows)
-    if not note and not effective >= needed:
-        note = (
-            f"the stream lies where few held-out rows do: the weights leave {effective:.0f} "
-            f"effective rows of {reading.heldout_rows:,} (it needs {needed:.0f})"
-        )
-    if not note and not np.isfinite(weighted):
-        note = "a batch's rule is no class offset on the model's scores"
-    if note:
-        return _Covariate(nan, nan, math.nan, weighted, effective, note)
-    values, sd, shares = np.full(2, np.nan), np.full(2, np.nan), np.zeros(2)
-    for r in range(2):
-        values[r], sd[r], shares[r] = combined(
-            float(reading.values[r]), float(reading.deviations[r]), float(window.posteriors[r])
-        )
-    # the drop's two parts: the weighted one, paired with the reference on the same rows; the
-    # posteriors' one, with its assumed bias and the reference's noise
-    drop_sd = math.sqrt(
-        shares[1] ** 2 * float(reading.drop_deviations[1]) ** 2
-        + (1.0 - shares[1]) ** 2 * (POSTERIORS_BIAS**2 + reference_sd**2)
-    )
-    return _Covariate(values, sd, drop_sd, weighted, effective, "")
 
 
 def _points(value: float) -> str:
