@@ -19,8 +19,8 @@ from adaptable.core.report.covariate_estimate import (
     effective_rows,
     weighted_estimates,
 )
-from adaptable.core.report.drift_log import DriftLog
 from adaptable.core.report.covariate_reading import MIN_EFFECTIVE_ROWS
+from adaptable.core.report.drift_log import DriftLog
 from adaptable.core.report.feature_sample import FeatureSample
 
 BATCH = 64
