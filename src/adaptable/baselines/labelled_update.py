@@ -67,7 +67,7 @@ from adaptable.baselines.labelled import LabelledAnchor
 from adaptable.core.decision.rules import plugin_weights
 from adaptable.core.updates.patch import choose_strength, clipped_log, fit_patch
 from adaptable.core.updates.refit import refit_refusal, refitted_copy, source_sample
-from adaptable.core.updates.row_tables import RowReservoir as _RowReservoir
+from adaptable.core.updates.row_tables import TableReservoir
 from adaptable.core.updates.row_tables import as_table as _table
 from adaptable.core.updates.row_tables import concat_tables as _concat
 from adaptable.core.updates.row_tables import take_rows as _take
@@ -136,10 +136,10 @@ class LabelledPatch(LabelledAnchor):
         super()._fit(model, source)
 
     def _start_stream(self) -> None:
-        self._labelled = _RowReservoir(self.capacity, self.seed)
+        self._labelled = TableReservoir(self.capacity, self.seed)
         # a uniform sample of the stream's rows, with their current posteriors, for the
         # plug-in decision (their labels unknown: stored as 0 and never read)
-        self._stream = _RowReservoir(self.capacity, self.seed + 1, width=self.n_classes_)
+        self._stream = TableReservoir(self.capacity, self.seed + 1, width=self.n_classes_)
         self.update_labels_: list[int] = []
         self.update_seconds_: list[float] = []
         self._next_update = self.min_labelled

@@ -1,7 +1,7 @@
 """Model updates when labels come back: the model refitted or patched beside the adapted
 decision, and the labels' honest record choosing between them.
 
-- ``row_tables.py``: :class:`RowReservoir`, a bounded uniform sample of table rows, and the
+- ``row_tables.py``: :class:`TableReservoir`, a bounded uniform sample of table rows, and the
   helpers that take and stack rows of a DataFrame or an array alike;
 - ``refit.py``: which models can be refitted, and a refitted copy;
 - ``patch.py``: the patch, a ridge logistic regression over the model's log-posteriors and the

@@ -37,10 +37,11 @@ Example:
     >>> adapter = AdapTable(random_state=0).fit(LogisticRegression().fit(X, y), X, y, X, y)
     >>> Xt = rng.normal(size=(640, 2)); yt = (Xt[:, 1] > 0).astype(int)  # the concept moved
     >>> for start in range(0, 640, 64):
-    ...     _ = adapter.predict_proba(Xt[start:start + 64])
-    ...     adapter.partial_fit(Xt[start:start + 64], yt[start:start + 64])
+    ...     rows = np.arange(start, start + 64)  # the ids let the labels score the candidates
+    ...     _ = adapter.predict_proba(Xt[rows])
+    ...     _ = adapter.partial_fit(Xt[rows], yt[rows], rows=rows)
     >>> adapter.updates_.in_use
-    'refit'
+    'patch'
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from adaptable.core.updates.candidates import (
 )
 from adaptable.core.updates.prequential import PrequentialRecord
 from adaptable.core.updates.refit import refit_refusal, source_sample
-from adaptable.core.updates.row_tables import RowReservoir, as_table, concat_tables, take_rows
+from adaptable.core.updates.row_tables import TableReservoir, as_table, concat_tables, take_rows
 
 if TYPE_CHECKING:
     from adaptable.core.parts.decider import Decision
@@ -174,7 +175,7 @@ class ModelUpdates:
         self.n_batches = 0
         self._first_kept = 0
         settings = self.SETTINGS
-        self._labelled = RowReservoir(
+        self._labelled = TableReservoir(
             int(settings["labelled_capacity"]), self.seed + 7, width=self.n_classes
         )
         self.record = PrequentialRecord(self.names, self.n_classes, int(settings["window"]))

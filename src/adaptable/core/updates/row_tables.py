@@ -6,7 +6,7 @@ refitted copy of the model and the patch's Encoder read them as they read the so
 
 Example:
     >>> import numpy as np
-    >>> kept = RowReservoir(capacity=3, seed=0)
+    >>> kept = TableReservoir(capacity=3, seed=0)
     >>> kept.add(np.arange(10).reshape(5, 2), np.array([0, 1, 0, 1, 1]))
     >>> kept.size, kept.n_seen, kept.rows().shape
     (3, 5, (3, 2))
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 
-class RowReservoir:
+class TableReservoir:
     """A uniform sample (Algorithm R) of table rows, each with a label code and a vector of
     ``width`` numbers; the draws are keyed by a row's position, as in
     :class:`adaptable.core.labels.LabelledReservoir`, so the sample does not depend on how
