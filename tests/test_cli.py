@@ -936,6 +936,7 @@ def test_drift_prints_the_columns_that_moved_most(
 
     def earlier(tensors, meta):  # a file written before the columns were followed
         del meta["feature_drift"]
+        meta.pop("digest", None)  # (files written before the record had no digest either)
         for key in [k for k in tensors if k.startswith("feature_drift.")]:
             del tensors[key]
 

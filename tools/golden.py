@@ -280,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=os.environ.get("ADAPTABLE_DATA_DIR"))
     parser.add_argument("--cache-dir", default=".golden-cache")
     parser.add_argument("--quick", action="store_true", help="library cases only (no runner)")
+    parser.add_argument("--all", action="store_true", help="print every difference, not 50")
     args = parser.parse_args(argv)
     import torch
 
@@ -291,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     reference = pickle.loads(args.file.read_bytes())
     differences = list(_differences(reference, outputs, ""))
-    for line in differences[:50]:
+    for line in differences if args.all else differences[:50]:
         print("differs:", line)
     print(f"compared {len(reference)} differences {len(differences)}")
     return 1 if differences else 0

@@ -210,7 +210,7 @@ def test_adaptable_reports_the_columns_and_keeps_them_through_save_and_load(tmp_
     figure = plot_drift_report(got)
     performance, prior = figure.axes[:2]
     assert "adapter, calibration-free" in [line.get_label() for line in performance.lines]
-    assert "calibration-free estimate" in [line.get_label() for line in prior.lines]
+    assert "calibration-free estimate" in [text.get_text() for text in prior.get_legend().texts]
 
 
 def test_three_classes_and_every_objective_end_to_end() -> None:
