@@ -65,15 +65,17 @@ import numpy as np
 from adaptable.baselines.common import FLAG
 from adaptable.baselines.labelled import LabelledAnchor
 from adaptable.core.decision.rules import plugin_weights
+from adaptable.core.updates.candidates import PatchPredictor
 from adaptable.core.updates.patch import choose_strength, clipped_log, fit_patch
-from adaptable.core.updates.refit import refit_refusal, refitted_copy, source_sample
-from adaptable.core.updates.row_tables import TableReservoir
-from adaptable.core.updates.row_tables import as_table as _table
-from adaptable.core.updates.row_tables import concat_tables as _concat
-from adaptable.core.updates.row_tables import take_rows as _take
+from adaptable.core.updates.refit import refit_logits, refit_refusal, source_sample
+from adaptable.core.updates.row_tables import (
+    TableReservoir,
+    as_table,
+    concat_tables,
+    take_rows,
+)
 from adaptable.encoding import Encoder
 from adaptable.framework.method import SourceData
-from adaptable.framework.model_adapter import as_logit_function
 from adaptable.framework.parameters import Constraint, Interval, StrOptions
 from adaptable.framework.probability import normalize, softmax
 
@@ -146,7 +148,7 @@ class LabelledPatch(LabelledAnchor):
         self._learn_reset()
 
     def _learn_reset(self) -> None:
-        self._patch: tuple[np.ndarray, np.ndarray] | None = None
+        self._patch: PatchPredictor | None = None
         self._patch_encoder: Encoder | None = None
         self.strength_: float | None = None
 
@@ -164,7 +166,7 @@ class LabelledPatch(LabelledAnchor):
         codes = self._checked_labels(X, y)
         if codes is None:
             return self
-        self._labelled.add(_table(X), codes)
+        self._labelled.add(as_table(X), codes)
         n = self._labelled.n_seen
         if n >= self._next_update:
             self._next_update = max(n + 1, int(np.ceil(n * self.growth)))
@@ -181,7 +183,7 @@ class LabelledPatch(LabelledAnchor):
         """The updated posteriors re-weighted for the objective, (n, C) (argmax decides)."""
         self._check_fitted()
         self._check_batch(X_batch)
-        X_batch = _table(X_batch)
+        X_batch = as_table(X_batch)
         posteriors = self._posteriors(X_batch)
         self._stream.add(X_batch, np.zeros(len(posteriors), dtype=np.int64), posteriors)
         if self.objective == "accuracy":
@@ -196,17 +198,10 @@ class LabelledPatch(LabelledAnchor):
         return self._patched(X)
 
     def _patched(self, X: Any) -> np.ndarray:
-        log_p = clipped_log(softmax(self._logits(X)))
+        logits = self._logits(X)
         if self._patch is None:
-            return softmax(log_p)
-        weights, bias = self._patch
-        return softmax(log_p + self._design(X, log_p) @ weights + bias)
-
-    def _design(self, X: Any, log_p: np.ndarray) -> np.ndarray:
-        encoder = self._encoder or self._patch_encoder
-        if encoder is None:
-            return log_p
-        return np.hstack([log_p, encoder.transform(X).astype(np.float64)])
+            return softmax(clipped_log(softmax(logits)))
+        return self._patch(X, logits)
 
     def _fit_patch(self) -> None:
         X = self._labelled.rows()
@@ -214,12 +209,15 @@ class LabelledPatch(LabelledAnchor):
         if self.use_features and self._encoder is None:
             # no source rows were given: the labelled rows set the scales
             self._patch_encoder = _fitted_encoder(X, self.name)
-        log_p = clipped_log(softmax(self._logits(X)))
-        design = self._design(X, log_p)
+        encoder = self._encoder or self._patch_encoder
+        logits = self._logits(X)
+        log_p = clipped_log(softmax(logits))
+        design = PatchPredictor(encoder, np.zeros(0), np.zeros(0)).design(X, log_p)
         strength = self.strength
         if strength is None:
             strength = choose_strength(log_p, design, labels, self.n_classes_, self.seed)
-        self._patch = fit_patch(log_p, design, labels, self.n_classes_, strength)
+        weights, bias = fit_patch(log_p, design, labels, self.n_classes_, strength)
+        self._patch = PatchPredictor(encoder, weights, bias)
         self.strength_ = strength
 
 
@@ -294,7 +292,7 @@ class LabelledRefit(LabelledPatch):
             )
             return
         keep = source_sample(source.y, self.max_source_rows, self.seed)
-        self._source_X = _take(_table(source.X), keep)
+        self._source_X = take_rows(as_table(source.X), keep)
         self._source_y = source.y[keep]
         self.n_source_rows_ = len(keep)
 
@@ -335,23 +333,10 @@ class LabelledRefit(LabelledPatch):
             weight = n_source / n_target
         else:
             weight = 1.0
-        X = _concat([self._source_X, X_target])
+        X = concat_tables([self._source_X, X_target])
         codes = np.concatenate([self._source_y, y_target])
         weights = np.concatenate([np.ones(n_source), np.full(n_target, weight)])
-        model = self._model
-        labels = codes
-        model_classes = getattr(model, "classes_", None)
-        if model_classes is not None and np.array_equal(
-            np.asarray(model_classes), np.asarray(self.classes_)
-        ):
-            labels = np.asarray(self.classes_)[codes]
-        refitted = refitted_copy(model, X, labels, weights)
-        logits = as_logit_function(refitted)
-        check = logits(_take(X_target, np.arange(min(2, n_target))))
-        if check.shape[1] != self.n_classes_:
-            raise ValueError(
-                f"the refitted model gives {check.shape[1]} class columns, not {self.n_classes_}"
-            )
+        refitted, logits = refit_logits(self._model, X, codes, weights, n_classes=self.n_classes_)
         self.refitted_, self._refit_logits = refitted, logits
 
 

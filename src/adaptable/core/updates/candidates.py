@@ -24,9 +24,9 @@ import numpy as np
 
 from adaptable.core.decision.rules import plugin_weights
 from adaptable.core.updates.patch import choose_strength, clipped_log, fit_patch, patched_logits
-from adaptable.core.updates.refit import refitted_copy
-from adaptable.core.updates.row_tables import concat_tables, take_rows
-from adaptable.framework.model_adapter import as_logit_function
+from adaptable.core.updates.refit import refit_logits
+from adaptable.core.updates.row_tables import concat_tables
+from adaptable.framework.model_adapter import LogitFunction
 from adaptable.framework.probability import normalize, softmax
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class UpdateSource:
     Attributes:
         model: the user's model (``None``: no refit).
         X: the kept training rows, as the model reads them (``None``: none given).
-        labels: their labels as the model knows them (its classes), (n,).
+        labels: their label codes 0..C-1, (n,).
         encoder: the Encoder of the patch's features (``None``: the log-posteriors alone).
         output: how a refitted copy's outputs are read (``as_logit_function``'s ``output``).
         n_classes: C.
@@ -141,9 +141,8 @@ def fit_candidate(
 class RefitPredictor:
     """The posteriors of a refitted copy of the model (picklable: no closure)."""
 
-    def __init__(self, model: Any, output: str) -> None:
-        self.model = model
-        self.logits = as_logit_function(model, output)
+    def __init__(self, model: Any, logits: LogitFunction) -> None:
+        self.model, self.logits = model, logits
 
     def __call__(self, X: Any, logits: np.ndarray, encoded: Any = None) -> np.ndarray:
         return softmax(np.asarray(self.logits(X), dtype=np.float64))
@@ -176,18 +175,13 @@ class PatchPredictor:
 
 def _refit(rows: LabelledSnapshot, source: UpdateSource) -> tuple[Any, dict[str, Any]]:
     """The model refitted on its kept training rows plus the labelled rows, weight 1 each."""
-    model = source.model
-    labels = rows.labels
-    known = getattr(model, "classes_", None)
-    if known is not None and len(known) == source.n_classes:
-        labels = np.asarray(known)[labels]
     X = concat_tables([source.X, rows.X])
-    y = np.concatenate([np.asarray(source.labels), labels])
-    predictor = RefitPredictor(refitted_copy(model, X, y, np.ones(len(y))), source.output)
-    width = predictor(take_rows(rows.X, np.arange(1)), rows.logits[:1]).shape[1]
-    if width != source.n_classes:
-        raise ValueError(f"the refitted model gives {width} class columns, not {source.n_classes}")
-    return predictor, {"model": predictor.model}
+    codes = np.concatenate([source.labels, rows.labels])
+    refitted, logits = refit_logits(
+        source.model, X, codes, np.ones(len(codes)), n_classes=source.n_classes,
+        output=source.output,
+    )  # fmt: skip
+    return RefitPredictor(refitted, logits), {"model": refitted}
 
 
 def _patch(rows: LabelledSnapshot, source: UpdateSource, seed: int) -> tuple[Any, dict[str, Any]]:

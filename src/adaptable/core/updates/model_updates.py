@@ -50,7 +50,7 @@ import concurrent.futures
 import dataclasses
 import warnings
 from collections import deque
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -74,6 +74,14 @@ if TYPE_CHECKING:
 MODES = ("auto", "refit", "patch", "none")
 #: the adapted decision's name among the candidates
 ADAPTED = "adapted"
+
+
+class FitRecord(NamedTuple):
+    """One fit of an update: which, on how many labelled rows, and how long it took."""
+
+    name: str
+    n_labelled: int
+    seconds: float
 
 
 @dataclasses.dataclass
@@ -101,7 +109,8 @@ class ModelUpdates:
     Attributes:
         names: the candidates compared: ``"adapted"`` and the updates fitted.
         in_use: the candidate whose output the stream gets now.
-        fitted: the latest fitted update of each name.
+        fitted: the latest fitted update of each name (derived from the kept versions).
+        history: each fit (:class:`FitRecord`).
         switches: (batch number, candidate) at each change of ``in_use``.
         refusal: why the model is not refitted (``None``: it is, or not asked for).
     """
@@ -144,11 +153,7 @@ class ModelUpdates:
         kept_X = kept_labels = None
         if "refit" in wanted and self.refusal is None:
             keep = source_sample(labels, int(self.SETTINGS["max_source_rows"]), self.seed)
-            kept_X = take_rows(as_table(X), keep)
-            known = getattr(model, "classes_", None)
-            kept_labels = labels[keep]
-            if known is not None and len(known) == self.n_classes:
-                kept_labels = np.asarray(known)[kept_labels]
+            kept_X, kept_labels = take_rows(as_table(X), keep), labels[keep]
         elif "refit" in wanted:
             wanted = ["patch"]
             if self.mode == "refit":
@@ -179,9 +184,10 @@ class ModelUpdates:
             int(settings["labelled_capacity"]), self.seed + 7, width=self.n_classes
         )
         self.record = PrequentialRecord(self.names, self.n_classes, int(settings["window"]))
-        self.fitted: dict[str, FittedCandidate] = {}
-        self.history: list[FittedCandidate] = []
-        #: each update's fitted versions, with the batch from which each was in use
+        #: each fit: (candidate, labelled rows, seconds), the fitted models not kept
+        self.history: list[FitRecord] = []
+        #: each update's fitted versions, with the batch from which each was in use (the last
+        #: is the one in use now: :attr:`fitted`)
         self._versions: dict[str, list[tuple[int, FittedCandidate]]] = {}
         self.in_use = ADAPTED
         self.switches: list[tuple[int, str]] = []
@@ -189,6 +195,11 @@ class ModelUpdates:
         self._pending: concurrent.futures.Future[dict[str, FittedCandidate]] | None = None
         self._fit_due = False
         self._failed: set[str] = set()
+
+    @property
+    def fitted(self) -> dict[str, FittedCandidate]:
+        """The latest fitted version of each update (none before its first fit)."""
+        return {name: versions[-1][1] for name, versions in self._versions.items() if versions}
 
     @property
     def fitting(self) -> bool:
@@ -218,7 +229,8 @@ class ModelUpdates:
         adapted = decision.proba.argmax(axis=1).astype(np.int16)
         self._keep(rows, logits, adapted)
         self.n_batches += 1
-        chosen = self.fitted.get(self.in_use)
+        versions = self._versions.get(self.in_use)
+        chosen = versions[-1][1] if versions else None
         if chosen is None or rows is None:
             return decision
         return dataclasses.replace(
@@ -384,7 +396,7 @@ class ModelUpdates:
             self.in_use, self.objective, min_rows=int(settings["min_rows"]),
             evidence=float(settings["evidence"]), seed=self.seed,
         )  # fmt: skip
-        if chosen != self.in_use and (chosen == ADAPTED or chosen in self.fitted):
+        if chosen != self.in_use and (chosen == ADAPTED or self._versions.get(chosen)):
             self.in_use = chosen
             self.switches.append((self.n_batches, chosen))
 
@@ -421,7 +433,7 @@ class ModelUpdates:
         for name, candidate in fitted.items():
             if isinstance(candidate, Exception):
                 self._failed.add(name)
-                self.fitted.pop(name, None)
+                self._versions.pop(name, None)
                 warnings.warn(
                     f"adaptable: the model update {name!r} failed ({candidate!r}); it is left "
                     "out from now on.",
@@ -432,8 +444,7 @@ class ModelUpdates:
                     self.in_use = ADAPTED
                     self.switches.append((self.n_batches, ADAPTED))
                 continue
-            self.fitted[name] = candidate
-            self.history.append(candidate)
+            self.history.append(FitRecord(name, candidate.n_labelled, candidate.seconds))
             self._versions.setdefault(name, []).append((self.n_batches, candidate))
         self._forget_versions()
 
@@ -465,10 +476,10 @@ class ModelUpdates:
     def summary(self) -> pd.DataFrame:
         """One row per candidate: whether it is in use, the labels of its latest fit, the
         seconds that fit took, its prequential score and the rows behind it."""
-        scores = self.record.scores(self.objective)
+        scores, latest = self.record.scores(self.objective), self.fitted
         rows = []
         for name in self.names:
-            fitted = self.fitted.get(name)
+            fitted = latest.get(name)
             value, n = scores[name]
             rows.append({
                 "candidate": name,

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from adaptable.core.updates.row_tables import take_rows
+from adaptable.framework.model_adapter import LogitFunction, as_logit_function
 
 
 def refit_refusal(model: Any, *, has_rows: bool) -> str | None:
@@ -91,6 +92,42 @@ def refitted_copy(model: Any, X: Any, labels: np.ndarray, weights: np.ndarray) -
         rows = repeated_rows(weights)
         return copy.fit(take_rows(X, rows), labels[rows])
     return copy.fit(X, labels, **{keyword: weights})
+
+
+def model_labels(model: Any, codes: np.ndarray, n_classes: int) -> np.ndarray:
+    """Label codes 0..C-1 as ``model`` knows its classes: its ``classes_[codes]`` where it
+    names C classes (the adapter's, which ``fit`` checked), else the codes themselves."""
+    known = getattr(model, "classes_", None)
+    if known is not None and len(known) == n_classes:
+        return np.asarray(known)[codes]
+    return codes
+
+
+def refit_logits(
+    model: Any,
+    X: Any,
+    codes: np.ndarray,
+    weights: np.ndarray,
+    *,
+    n_classes: int,
+    output: str = "auto",
+) -> tuple[Any, LogitFunction]:
+    """:func:`refitted_copy` on label ``codes`` (0..C-1), read as logits, checked to give C
+    class columns (on the first row of ``X``).
+
+    Returns:
+        the refitted copy and its logit function.
+
+    Raises:
+        whatever the model's ``fit`` raises, or ``ValueError`` where the copy gives another
+        number of classes (a class missing from the rows it was fitted on).
+    """
+    refitted = refitted_copy(model, X, model_labels(model, codes, n_classes), weights)
+    logits = as_logit_function(refitted, output)
+    width = np.asarray(logits(take_rows(X, np.arange(1)))).shape[1]
+    if width != n_classes:
+        raise ValueError(f"the refitted model gives {width} class columns, not {n_classes}")
+    return refitted, logits
 
 
 def _prepared_clone(model: Any) -> Any:
