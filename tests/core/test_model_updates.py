@@ -303,3 +303,29 @@ def test_a_background_fit_never_makes_the_stream_wait():
     fitted_on = [c.n_labelled for c in updates.history]
     assert len(fitted_on) == 2 and 20 <= fitted_on[0] < 100
     assert fitted_on[1] == updates.n_labelled > 600
+
+
+def test_a_late_label_is_scored_by_the_version_in_use_when_its_row_was_adapted():
+    # labels 5 batches late, refits in between: the record holds what each row's prediction
+    # was, not what a later version (fitted on labels that came after it) says
+    X, y = _source(0)
+    adapter = AdapTable(random_state=0, update="refit", objective="accuracy").fit(
+        LogisticRegression().fit(X[:1500], y[:1500]), X[:1500], y[:1500], X[1500:], y[1500:]
+    )
+    Xt, yt = _concept_target(10, 64 * 40)
+    in_use_then, pending = {}, []
+    changed = 0
+    for t in range(40):
+        rows = np.arange(t * BATCH, (t + 1) * BATCH)
+        in_use_then[t] = adapter.updates_.fitted.get("refit")
+        adapter.predict_proba(Xt[rows])
+        pending.append(rows[:32])
+        if t >= 5:
+            ids = pending.pop(0)
+            then = in_use_then[t - 5]
+            expected = np.full(32, -1) if then is None else then.codes(Xt[ids], None)
+            now = adapter.updates_.fitted.get("refit")
+            changed += then is not None and now is not then
+            adapter.partial_fit(Xt[ids], yt[ids], rows=ids)
+            np.testing.assert_array_equal(adapter.updates_.record.predictions[1, -32:], expected)
+    assert changed > 3  # the version had moved on for several of those labels
