@@ -25,21 +25,18 @@ from pathlib import Path
 import pytest
 
 import adaptable
-from adaptable.optional import EXTRAS, MissingExtraError, install_command, loaded, require
+from adaptable.optional import (
+    EXTRA_MODULES,
+    EXTRAS,
+    MissingExtraError,
+    install_command,
+    loaded,
+    require,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = Path(adaptable.__file__).parent
 
-#: the top-level modules of the extras' libraries
-EXTRA_MODULES = (
-    "torch",
-    "xgboost",
-    "catboost",
-    "matplotlib",
-    "ray",
-    "tqdm",
-    "rtdl_revisiting_models",
-)
 #: import name -> distribution name in pyproject.toml, where they differ
 DISTRIBUTION = {"xgboost": "xgboost-cpu"}
 

@@ -25,16 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-#: the libraries of the extras; the core path must import none of them
-EXTRAS_MODULES = (
-    "torch",
-    "xgboost",
-    "catboost",
-    "matplotlib",
-    "ray",
-    "tqdm",
-    "rtdl_revisiting_models",
-)
+from adaptable.optional import EXTRA_MODULES
+
 BATCH = 64
 #: training rows of the scikit-learn model
 MODEL_ROWS = 5000
@@ -43,7 +35,7 @@ BEFORE_SAVE, AFTER_SAVE = 20, 5
 
 
 def extras_loaded() -> list[str]:
-    return [name for name in EXTRAS_MODULES if name in sys.modules]
+    return [name for name in EXTRA_MODULES if name in sys.modules]
 
 
 def main() -> None:
@@ -109,7 +101,7 @@ def main() -> None:
         print("adaptable drift: read the saved adapter")
 
     assert not extras_loaded(), f"the core path loaded {extras_loaded()}"
-    print("no extra's library imported:", ", ".join(EXTRAS_MODULES))
+    print("no extra's library imported:", ", ".join(EXTRA_MODULES))
 
     if importlib.util.find_spec("torch") is None:
         missing_torch_messages(AdapTable, ds)

@@ -30,6 +30,17 @@ EXTRAS: dict[str, str] = {
     "all": "every extra above",
 }
 
+#: the top-level modules of the extras' libraries (what the core install must never import)
+EXTRA_MODULES = (
+    "torch",
+    "xgboost",
+    "catboost",
+    "matplotlib",
+    "ray",
+    "tqdm",
+    "rtdl_revisiting_models",
+)
+
 
 class MissingExtraError(ModuleNotFoundError):
     """A feature's optional dependency is not installed; the message names the feature and the
